@@ -1,0 +1,71 @@
+// NVML, loaded with dlopen("libnvidia-ml.so.1") at first use: never linked (the module must import
+// where no driver is installed) and never touched at import time.
+//
+// There is no nvml.h on the build machines, so the few types and constants used are declared here,
+// with the ABI of the versioned (_v2/_v3) entry points.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "errors.hpp"
+
+namespace roofline::nvml {
+
+using Device = struct nvmlDevice_st*;
+
+// Clock-event ("throttle") reason bits, as NVML defines them.
+struct ReasonBit {
+  std::uint64_t bit;
+  const char* name;
+};
+const std::vector<ReasonBit>& reason_bits();
+std::vector<std::string> reason_names(std::uint64_t mask);
+
+struct SystemInfo {
+  std::string driver_version;
+  int cuda_driver_version = 0;  // e.g. 13000
+  unsigned device_count = 0;
+};
+
+// Everything `roofline-ext info` shows that NVML knows. Fields NVML does not support on a device
+// (e.g. power on some boards, ECC on GeForce) are empty optionals, never invented values.
+struct DeviceInfo {
+  unsigned index = 0;  // NVML's index: NOT the CUDA index (CUDA_VISIBLE_DEVICES reorders those)
+  std::string name, uuid, pci_bus_id;
+  int cc_major = 0, cc_minor = 0;
+  std::optional<unsigned> architecture;  // nvmlDeviceArchitecture_t
+  std::optional<unsigned> cuda_cores;
+  std::optional<unsigned> memory_bus_width_bits;
+  std::optional<std::uint64_t> memory_total, memory_free, memory_used;
+  std::optional<unsigned> max_sm_clock_mhz, max_mem_clock_mhz, max_graphics_clock_mhz;
+  std::optional<unsigned> sm_clock_mhz, mem_clock_mhz;
+  std::optional<unsigned> power_limit_mw, enforced_power_limit_mw, power_draw_mw;
+  std::optional<unsigned> temperature_c;
+  std::optional<unsigned> mig_current, mig_pending;
+  std::optional<unsigned> ecc_current, ecc_pending;
+  std::optional<std::uint64_t> clock_event_reasons;
+  std::optional<unsigned> compute_processes;  // processes holding a compute context now
+  std::optional<unsigned> pcie_gen, pcie_width;
+};
+
+// One telemetry reading; fields NVML refused are empty.
+struct Sample {
+  double t_s = 0;  // seconds since the sampler started
+  std::optional<unsigned> sm_clock_mhz, mem_clock_mhz, power_mw, temperature_c;
+  std::optional<std::uint64_t> reasons;
+};
+
+// Loads the library and calls nvmlInit_v2 once; throws NvmlError (code -1 when the library itself
+// could not be loaded) with the reason.
+void ensure_initialized();
+SystemInfo system_info();
+std::vector<DeviceInfo> devices();
+Device handle_by_index(unsigned index);
+Device handle_by_pci_bus_id(const std::string& bus_id);
+DeviceInfo device_info(Device d, unsigned index);
+Sample sample(Device d);
+
+}  // namespace roofline::nvml
