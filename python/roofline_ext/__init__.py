@@ -7,6 +7,8 @@ names below are resolved lazily so that ``import roofline_ext`` stays cheap (no 
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 
 __version__ = "0.1.0"
 
@@ -46,3 +48,23 @@ def __getattr__(name: str):
 
 def __dir__():
     return __all__
+
+
+class _Package(types.ModuleType):
+    """Keeps the public functions when a submodule of the same name is imported.
+
+    ``roofline_ext.availability`` is a function living in ``roofline_ext/availability.py`` (likewise
+    ``devices``, ``roofline``). Importing a submodule makes Python set the package attribute of that
+    name to the module object, which would turn ``roofline_ext.availability()`` into "module is not
+    callable". Exported names therefore always resolve to the function.
+    """
+
+    def __setattr__(self, name: str, value) -> None:
+        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == name:
+            # Drop any stale cached function so __getattr__ resolves it afresh from the module.
+            self.__dict__.pop(name, None)
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
