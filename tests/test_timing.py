@@ -1,0 +1,117 @@
+"""Task timing: the logic that runs without a GPU here, and on the H200 a task whose floor is known."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+import torch
+
+from roofline_ext import timing
+from roofline_ext.errors import UserError
+from roofline_ext.isolation import run_isolated
+
+GOOD = """
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+def get_inputs():
+    return [torch.randn(1024)]
+def get_init_inputs():
+    return []
+"""
+
+
+def write(tmp_path, name, body):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(body))
+    return p
+
+
+def test_dtype_names():
+    assert timing.torch_dtype("bf16") is torch.bfloat16
+    assert timing.torch_dtype("fp32") is torch.float32
+    assert timing.torch_dtype(None) is None
+    with pytest.raises(UserError, match="fp32, fp16 or bf16"):
+        timing.torch_dtype("fp4")
+
+
+def test_compare_uses_kernelbench_tolerance():
+    a = torch.ones(100)
+    assert timing.compare(a, a + 5e-5, 1e-4)["ok"]
+    bad = timing.compare(a, a + 5e-3, 1e-4)
+    assert not bad["ok"] and "atol=rtol=0.0001" in bad["reason"]
+    assert timing.compare(a, a + 5e-3, 1e-2)["ok"]
+    assert not timing.compare(a, torch.ones(99), 1e-2)["ok"]
+    nan = a.clone()
+    nan[3] = float("nan")
+    assert not timing.compare(a, nan, 1e-2)["ok"]
+    assert not timing.compare((a, a), a, 1e-2)["ok"]
+
+
+def test_isolated_worker_reports_broken_file(tmp_path):
+    p = write(tmp_path, "broken.py", "def f(:\n")
+    r = run_isolated({"path": str(p)}, timeout_s=60)
+    assert r["ok"] is False and r["kind"] == "syntax" and "broken.py:1" in r["error"]
+
+
+def test_isolated_worker_survives_a_crashing_task(tmp_path):
+    # The task kills its own process, as an illegal memory access would: recorded, not fatal to us.
+    p = write(tmp_path, "segv.py", "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    r = run_isolated({"path": str(p)}, timeout_s=60)
+    assert r == {"ok": False, "kind": "crash", "error": r["error"]}
+    assert "SIGSEGV" in r["error"]
+
+
+def test_isolated_worker_times_out_a_hang(tmp_path):
+    p = write(tmp_path, "hang.py", "import time\ntime.sleep(600)\n")
+    r = run_isolated({"path": str(p)}, timeout_s=3)
+    assert r["ok"] is False and r["kind"] == "timeout" and "3 s" in r["error"]
+
+
+def test_isolated_worker_without_gpu_says_why(tmp_path):
+    from roofline_ext.availability import availability
+
+    if availability().ok:
+        pytest.skip("this machine has a GPU")
+    r = run_isolated({"path": str(write(tmp_path, "good.py", GOOD))}, timeout_s=120)
+    assert r["ok"] is False and r["kind"] == "gpu-unavailable"
+    assert availability().message in r["error"]
+
+
+@pytest.mark.gpu
+def test_timing_overhead_under_5us():
+    assert timing.timing_overhead_us() < 5.0
+
+
+@pytest.mark.gpu
+def test_known_floor_task_fraction_between_0_and_1(tmp_path):
+    # y = x * 2 on 256 Mi float32: compulsory bytes = 1 GiB read + 1 GiB written, no tensor FLOPs.
+    from roofline_ext.devices import device
+
+    body = GOOD.replace("torch.randn(1024)", "torch.randn(256 * 1024 * 1024)")
+    p = write(tmp_path, "scale.py", body)
+    r = timing.time_task(p, trials=20, warmup=3)
+    d = device(0)
+    floor_ms = 2 * 2**30 / (d.theoretical_bandwidth_tbps * 1e12) * 1e3
+    frac = floor_ms / r["t_ref_ms"]
+    assert 0.5 < frac < 1.0, (floor_ms, r["t_ref_ms"])
+    assert r["reference"]["cv"] < 0.05
+
+
+@pytest.mark.gpu
+def test_candidate_checked_and_timed(tmp_path):
+    body = GOOD + textwrap.dedent("""
+    class ModelNew(torch.nn.Module):
+        def forward(self, x):
+            return x + x
+    """)
+    r = timing.time_task(write(tmp_path, "cand.py", body), trials=10, warmup=2)
+    assert r["correctness"]["ok"] and r["t_new_ms"] > 0 and r["speedup"] > 0
+    wrong = GOOD + textwrap.dedent("""
+    class ModelNew(torch.nn.Module):
+        def forward(self, x):
+            return x * 2.01
+    """)
+    r = timing.time_task(write(tmp_path, "wrong.py", wrong), trials=5, warmup=1)
+    assert r["correctness"]["ok"] is False
