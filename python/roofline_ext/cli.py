@@ -57,6 +57,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("roofline-ext: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `roofline-ext peaks | head`: the reader left; that is not an error of ours. Point stdout at
+        # devnull so the interpreter's final flush does not raise again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
