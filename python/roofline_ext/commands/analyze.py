@@ -67,6 +67,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strict-fp32", action="store_true",
                    help="float32 tasks against FP32 CUDA cores instead of TF32 tensor cores")
     p.add_argument("--no-progress", action="store_true", help="no progress bar for folders")
+    t = p.add_argument_group("timing on the GPU (needs a GPU; each task runs in a subprocess of its own)")
+    t.add_argument("--time", action="store_true",
+                   help="time Model (and ModelNew) with CUDA events and report each floor's fraction")
+    t.add_argument("--new", metavar="CANDIDATE.py",
+                   help="a file defining ModelNew to time against the task's Model (implies --time)")
+    t.add_argument("--compile", action="store_true", help="also time torch.compile(Model) (implies --time)")
+    t.add_argument("--trials", type=int, default=100, help="timed trials per variant (default 100)")
+    t.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
+    t.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="per-task time limit for timing (default 600)")
     p.set_defaults(func=run)
 
 
@@ -88,6 +98,18 @@ def run(args: argparse.Namespace) -> int:
     from ..counting import require_torch
 
     require_torch()  # once, up front: without torch no task of a batch could be counted
+    if args.new or args.compile:
+        args.time = True
+    if args.new and target.is_dir():
+        raise UserError("--new takes one task file, not a folder (a folder's tasks may define ModelNew)")
+    if args.new and not Path(args.new).is_file():
+        raise UserError(f"{args.new}: no such candidate file")
+    if args.trials < 1:
+        raise UserError("--trials must be at least 1")
+    if args.time:
+        from ..availability import require_measurement
+
+        require_measurement(args.device)  # exit 3 with the reason, before any task runs
     gpu = resolve_gpu(args.gpu)
     if gpu.note:
         print(f"roofline-ext: note: {gpu.note}", file=sys.stderr)
@@ -98,10 +120,22 @@ def run(args: argparse.Namespace) -> int:
 
 # --- one task ---------------------------------------------------------------------------------------
 
+def _analyze_fn(args: argparse.Namespace):
+    """analyze_task, or with --time the timed variant bound to the timing options."""
+    if not args.time:
+        return analyze_task
+    import functools
+
+    from ..timed_analysis import analyze_and_time
+
+    return functools.partial(analyze_and_time, new=args.new, trials=args.trials, compile=args.compile,
+                             device=args.device, timeout_s=args.timeout)
+
+
 def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
     measured = _measured_peaks_for(gpu.name, args.regime)
-    result = analyze_task(target, gpu, args.dtype, regime=args.regime, strict_fp32=args.strict_fp32,
-                          measured=measured)
+    result = _analyze_fn(args)(target, gpu, args.dtype, regime=args.regime, strict_fp32=args.strict_fp32,
+                               measured=measured)
     if args.csv:
         ResultsWriter(csv_path=args.csv).add(result)
     if args.json is not None:
@@ -170,6 +204,20 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
         ("intensity", "-" if result["arithmetic_intensity"] is None
          else f"{result['arithmetic_intensity']:.4g} FLOP/byte"),
     ]
+    timing = result.get("timing")
+    if timing:
+        ref = timing["reference"]
+        rows.append(("PyTorch", f"{ref['median_ms']:.4g} ms median (best {ref['best_ms']:.4g}, CV "
+                                f"{ref['cv']:.1%}, {ref['trials']} trials, L2 flushed) on {timing['device']}"))
+        if timing.get("t_new_ms") is not None:
+            c = timing["candidate_timing"]
+            ok = timing["correctness"]
+            verdict = (f"correct at atol=rtol={ok['tolerance']:g}" if ok["ok"]
+                       else f"INCORRECT: {ok.get('reason')}")
+            rows.append(("yours", f"{c['median_ms']:.4g} ms median (best {c['best_ms']:.4g}, CV {c['cv']:.1%}); "
+                                  f"{verdict}; speed-up {timing['speedup']:.3g}x"))
+        if timing.get("t_compile_ms") is not None:
+            rows.append(("torch.compile", f"{timing['t_compile_ms']:.4g} ms median"))
     ops = [(name, v) for name, v in (result.get("by_op") or {}).items() if v["flops"] or v["simt_flops"]]
     if ops:
         rows.append(("top ops", ", ".join(f"{name} x{v['calls']}" for name, v in ops[:5])))
@@ -178,15 +226,23 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
 
     header = ("roof", "compute TFLOP/s", "SIMT TFLOP/s", "TB/s", "compute ms", "SIMT ms", "memory ms",
               "floor ms", "bound")
+    if timing:
+        header = header[:-1] + ("PyTorch %", "yours %", "bound")
     table = [header]
+
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{x:.0%}"
+
     for name in ("datasheet", "derived", "measured"):
         roof = (result.get("roofs") or {}).get(name)
         if not roof:
-            table.append((name, "-", "-", "-", "-", "-", "-", "-", "not available"))
+            table.append((name,) + ("-",) * (len(header) - 2) + ("not available",))
             continue
-        table.append((name, _peak(roof["compute_tflops"]), _peak(roof["simt_tflops"]), _peak(roof["bandwidth_tbps"]),
-                      _ms(roof["t_compute_ms"]), _ms(roof["t_simt_ms"]), _ms(roof["t_memory_ms"]),
-                      _ms(roof["t_min_ms"]), roof["bound"]))
+        row = (name, _peak(roof["compute_tflops"]), _peak(roof["simt_tflops"]), _peak(roof["bandwidth_tbps"]),
+               _ms(roof["t_compute_ms"]), _ms(roof["t_simt_ms"]), _ms(roof["t_memory_ms"]), _ms(roof["t_min_ms"]))
+        if timing:
+            row += (pct(roof.get("ref_fraction")), pct(roof.get("new_fraction")))
+        table.append(row + (roof["bound"],))
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
     lines.append("")
     for row in table:
@@ -207,11 +263,11 @@ def _run_batch(args: argparse.Namespace, folder: Path, gpu: GpuChoice) -> int:
         raise UserError(f"{folder}: no task files (*.py) in this folder")
     json_file = args.json if args.json not in (None, "-") else None
     meta = {"gpu": gpu.name, "gpu_source": gpu.source, "regime": args.regime, "dtype": args.dtype,
-            "strict_fp32": args.strict_fp32, "folder": str(folder)}
+            "strict_fp32": args.strict_fp32, "folder": str(folder), "timed": bool(args.time)}
     writer = ResultsWriter(json_file, args.csv, meta=meta)
     results = analyze_batch(paths, gpu, args.dtype, regime=args.regime, strict_fp32=args.strict_fp32,
                             writer=writer, progress=not args.no_progress, debug=args.debug,
-                            measured=_measured_peaks_for(gpu.name, args.regime))
+                            measured=_measured_peaks_for(gpu.name, args.regime), analyze=_analyze_fn(args))
     writer.flush(complete=True)
     if args.json == "-":
         print(json.dumps(writer.document(complete=True), indent=1, default=str))
@@ -223,14 +279,25 @@ def _run_batch(args: argparse.Namespace, folder: Path, gpu: GpuChoice) -> int:
 
 
 def _batch_table(results: list[dict[str, Any]]) -> str:
+    timed = any(r.get("timing") for r in results)
     header = ("task", "GFLOP", "SIMT GFLOP", "MB", "dtype", "floor ms", "bound")
+    if timed:
+        header += ("PyTorch ms", "% datasheet", "% measured")
     rows = [header]
+
+    def frac(r: Mapping[str, Any], roof: str) -> str:
+        x = ((r.get("roofs") or {}).get(roof) or {}).get("ref_fraction")
+        return "-" if x is None else f"{x:.0%}"
+
     for r in results:
         if r["status"] != "ok":
-            rows.append((r["task"], "-", "-", "-", "-", "-", "error"))
+            rows.append((r["task"],) + ("-",) * (len(header) - 2) + ("error",))
             continue
-        rows.append((r["task"], f"{r['flops'] / 1e9:.4g}", f"{r['simt_flops'] / 1e9:.4g}", f"{r['bytes'] / 1e6:.4g}",
-                     str(r["compute_dtype"]).replace("torch.", ""), _ms(r["t_min_ms"]), r["bound"] or "-"))
+        row = (r["task"], f"{r['flops'] / 1e9:.4g}", f"{r['simt_flops'] / 1e9:.4g}", f"{r['bytes'] / 1e6:.4g}",
+               str(r["compute_dtype"]).replace("torch.", ""), _ms(r["t_min_ms"]), r["bound"] or "-")
+        if timed:
+            row += (_ms(r.get("t_ref_ms")), frac(r, "datasheet"), frac(r, "measured"))
+        rows.append(row)
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
     out = []
     for row in rows:
