@@ -47,7 +47,7 @@ def main() -> int:
     overhead = timing_overhead_us()
 
     rows, below = [], []
-    for r in doc["results"]:
+    for r in doc["tasks"]:
         if r["status"] != "ok":
             rows.append({"task": r["task"], "error": r.get("error")})
             continue

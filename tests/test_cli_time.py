@@ -95,7 +95,7 @@ def test_batch_goes_on_past_a_crashed_timing(monkeypatch, tmp_path):
     rc = cli.main(["analyze", str(tmp_path), "--time", "--json", str(out), "--no-progress", "--gpu", "H200"])
     doc = json.loads(out.read_text())
     assert rc == 1
-    by = {r["task"]: r for r in doc["results"]}
+    by = {r["task"]: r for r in doc["tasks"]}
     assert by["layernorm"]["status"] == "error" and by["layernorm"]["error_kind"] == "crash"
     assert "SIGSEGV" in by["layernorm"]["error"]
     assert by["softmax"]["status"] == "ok" and by["softmax"]["t_ref_ms"] == 0.2
