@@ -1,0 +1,92 @@
+// Achievable memory bandwidth: streaming kernels (read, write, copy, triad) over device memory and
+// a read kernel over working sets that fit in L2.
+//
+// The core only measures: it allocates, fills with seeded data, times each configuration it is
+// given on the same buffers, verifies every result, and returns plain structs. Which sizes, which
+// configurations and which figure counts as "the peak" is policy and lives in Python
+// (python/roofline_ext/bandwidth.py).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "timing.hpp"
+
+namespace roofline {
+
+// One launch configuration of a bandwidth kernel.
+struct BwConfig {
+  int threads = 256;       // threads per block
+  int unroll = 8;          // independent 16-byte vectors in flight per thread (per stream)
+  int blocks_per_sm = 0;   // 0: one-shot grid, one chunk of threads*unroll vectors per block;
+                           // >0: persistent grid-stride grid of SMs x this (capped by occupancy)
+  std::string load = "nc_na";   // load flavour, see bandwidth_load_flavours()
+  std::string store = "plain";  // store flavour, see bandwidth_store_flavours()
+  // load "bulk" (copy only, sm_90+): the copy engine (cp.async.bulk) moves `bulk_bytes` per transfer
+  // through a ring of `unroll` shared-memory stages; one thread per block drives it and `threads`
+  // must be 32.
+  // load "memcpy" (copy only): cudaMemcpyAsync device-to-device, what libraries call for a
+  // contiguous copy; the other fields are ignored.
+  int bulk_bytes = 0;
+};
+
+// Deliberate faults, so tests can prove that verification fails loudly instead of reporting a
+// number. Never used by measurements.
+enum class BwFault {
+  None,
+  Short,  // the kernel covers only 15/16 of the buffer: the rest stays unread / poisoned
+};
+BwFault parse_bw_fault(const std::string& name);
+
+struct BwVerification {
+  std::string method;           // "checksum" (read patterns) or "spot-check" (written patterns)
+  std::size_t checked_words = 0;  // 32-bit words compared against host-computed values
+  std::uint32_t expected = 0;   // read patterns: checksum the host computed (sum mod 2^32)
+  std::uint32_t observed = 0;   // read patterns: checksum the kernel produced
+};
+
+struct BwResult {
+  std::string pattern;          // "read" | "write" | "copy" | "triad" | "l2_read"
+  std::size_t buffer_bytes = 0;   // bytes of each buffer (the working set for l2_read)
+  int buffers = 0;                // buffers the pattern touches
+  std::size_t bytes_per_launch = 0;  // counted traffic: read N, write N, copy 2N, triad 3N,
+                                     // l2_read passes x working set
+  int passes = 1;                 // l2_read: reads of the working set per launch
+  BwConfig config;
+  int grid = 0;                   // blocks launched
+  int occupancy_blocks_per_sm = 0;  // what cudaOccupancyMaxActiveBlocksPerMultiprocessor allows
+  int sm_count = 0;
+  int warmup = 0;
+  std::uint32_t seed = 0;
+  TimingStats timing;
+  BwVerification verification;
+  // Non-empty when the configuration cannot run on this device (e.g. no block fits on an SM at
+  // this register use, or the copy engine needs sm_90): nothing was timed for it.
+  std::string skipped;
+};
+
+// Measures `pattern` ("read", "write", "copy", "triad") over buffers of `buffer_bytes` each (a
+// multiple of 16) for every configuration in `configs`, on one allocation filled once.
+// Throws std::invalid_argument for bad arguments, CudaError for CUDA failures and
+// VerificationError when any configuration produced wrong output.
+std::vector<BwResult> run_bandwidth(int device, const std::string& pattern, std::size_t buffer_bytes,
+                                    int reps, int warmup, const std::vector<BwConfig>& configs,
+                                    std::uint32_t seed, BwFault fault = BwFault::None);
+
+// Reads a working set of `working_set_bytes` (meant to fit in L2) `passes` times per launch, with
+// `passes` chosen so one launch moves about `target_bytes_per_launch`. L1 is bypassed by the load
+// flavour ("cg" or "nc_na" are the ones that make sense here).
+std::vector<BwResult> run_l2_read(int device, std::size_t working_set_bytes,
+                                  std::size_t target_bytes_per_launch, int reps, int warmup,
+                                  const std::vector<BwConfig>& configs, std::uint32_t seed,
+                                  BwFault fault = BwFault::None);
+
+// What this build can run: the values each BwConfig field accepts.
+std::vector<int> bandwidth_unrolls();
+std::vector<std::string> bandwidth_load_flavours(const std::string& pattern);  // or "l2_read"
+std::vector<std::string> bandwidth_store_flavours();
+std::vector<std::string> bandwidth_patterns();
+
+}  // namespace roofline

@@ -1,0 +1,162 @@
+// Python bindings of the bandwidth family (bandwidth.hpp). Bindings only: arguments become C++
+// structs with the GIL held, the measurement runs with the GIL released (it takes seconds, and a
+// telemetry thread in Python must keep sampling meanwhile), and results come back as plain dicts.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+#include "bandwidth.hpp"
+#include "bindings.hpp"
+
+namespace py = pybind11;
+
+namespace roofline {
+namespace {
+
+BwConfig config_from(const py::handle& obj) {
+  BwConfig c;
+  if (obj.is_none()) return c;
+  py::dict d = py::reinterpret_borrow<py::dict>(obj);
+  for (auto item : d) {
+    const std::string key = py::str(item.first);
+    if (key == "threads") c.threads = item.second.cast<int>();
+    else if (key == "unroll") c.unroll = item.second.cast<int>();
+    else if (key == "blocks_per_sm") c.blocks_per_sm = item.second.cast<int>();
+    else if (key == "load") c.load = item.second.cast<std::string>();
+    else if (key == "store") c.store = item.second.cast<std::string>();
+    else if (key == "bulk_bytes") c.bulk_bytes = item.second.cast<int>();
+    else throw py::value_error("unknown bandwidth configuration key '" + key +
+                               "' (threads, unroll, blocks_per_sm, load, store, bulk_bytes)");
+  }
+  return c;
+}
+
+std::vector<BwConfig> configs_from(const py::object& configs) {
+  std::vector<BwConfig> out;
+  if (configs.is_none()) {
+    out.emplace_back();
+    return out;
+  }
+  if (py::isinstance<py::dict>(configs)) {
+    out.push_back(config_from(configs));
+    return out;
+  }
+  for (auto c : configs) {
+    if (!py::isinstance<py::dict>(c)) throw py::type_error("each configuration must be a dict");
+    out.push_back(config_from(c));
+  }
+  return out;
+}
+
+py::dict config_dict(const BwConfig& c) {
+  py::dict d;
+  d["threads"] = c.threads;
+  d["unroll"] = c.unroll;
+  d["blocks_per_sm"] = c.blocks_per_sm;
+  d["load"] = c.load;
+  d["store"] = c.store;
+  d["bulk_bytes"] = c.bulk_bytes;
+  return d;
+}
+
+py::dict result_dict(const BwResult& r) {
+  py::dict d;
+  d["pattern"] = r.pattern;
+  d["buffer_bytes"] = r.buffer_bytes;
+  d["buffers"] = r.buffers;
+  d["bytes_per_launch"] = r.bytes_per_launch;
+  d["passes"] = r.passes;
+  py::dict cfg = config_dict(r.config);
+  cfg["grid"] = r.grid;
+  cfg["occupancy_blocks_per_sm"] = r.occupancy_blocks_per_sm;
+  cfg["sm_count"] = r.sm_count;
+  d["config"] = cfg;
+  d["warmup"] = r.warmup;
+  d["seed"] = r.seed;
+  d["skipped"] = r.skipped.empty() ? py::object(py::none()) : py::object(py::str(r.skipped));
+  d["reps"] = r.timing.ms.size();
+  d["times_ms"] = r.timing.ms;
+  d["median_ms"] = r.timing.median_ms;
+  d["best_ms"] = r.timing.best_ms;
+  d["mean_ms"] = r.timing.mean_ms;
+  d["worst_ms"] = r.timing.worst_ms;
+  d["cv"] = r.timing.cv;
+  py::dict v;
+  v["method"] = r.verification.method;
+  v["checked_words"] = r.verification.checked_words;
+  if (r.verification.method == "checksum") {
+    v["expected"] = r.verification.expected;
+    v["observed"] = r.verification.observed;
+  }
+  v["passed"] = r.skipped.empty();  // a failed check throws; it never comes back as a result
+  d["verification"] = v;
+  return d;
+}
+
+py::list results_list(const std::vector<BwResult>& rs) {
+  py::list out;
+  for (const auto& r : rs) out.append(result_dict(r));
+  return out;
+}
+
+}  // namespace
+
+void bind_bandwidth(py::module_& m) {
+  m.def(
+      "bandwidth_run",
+      [](int device, const std::string& pattern, std::size_t buffer_bytes, int reps, int warmup,
+         const py::object& configs, std::uint32_t seed, const std::string& fault) {
+        const auto cfgs = configs_from(configs);
+        const BwFault f = parse_bw_fault(fault);
+        std::vector<BwResult> rs;
+        {
+          py::gil_scoped_release release;
+          rs = run_bandwidth(device, pattern, buffer_bytes, reps, warmup, cfgs, seed, f);
+        }
+        return results_list(rs);
+      },
+      py::arg("device"), py::arg("pattern"), py::arg("buffer_bytes"), py::arg("reps") = 30,
+      py::arg("warmup") = 5, py::arg("configs") = py::none(), py::arg("seed") = 12345u,
+      py::arg("fault") = "none",
+      "Time a streaming pattern ('read', 'write', 'copy', 'triad') over buffers of buffer_bytes each "
+      "for every configuration dict in `configs` (one allocation, filled once with seeded data), "
+      "verifying each. Returns one dict per configuration; a configuration that cannot run on this "
+      "device has 'skipped' set to the reason. fault='short' makes the kernel skip 1/16 of the buffer "
+      "so tests can prove verification raises.");
+
+  m.def(
+      "bandwidth_l2_read",
+      [](int device, std::size_t working_set_bytes, std::size_t bytes_per_launch, int reps, int warmup,
+         const py::object& configs, std::uint32_t seed, const std::string& fault) {
+        const auto cfgs = configs_from(configs);
+        const BwFault f = parse_bw_fault(fault);
+        std::vector<BwResult> rs;
+        {
+          py::gil_scoped_release release;
+          rs = run_l2_read(device, working_set_bytes, bytes_per_launch, reps, warmup, cfgs, seed, f);
+        }
+        return results_list(rs);
+      },
+      py::arg("device"), py::arg("working_set_bytes"), py::arg("bytes_per_launch") = std::size_t(2) << 30,
+      py::arg("reps") = 30, py::arg("warmup") = 5, py::arg("configs") = py::none(), py::arg("seed") = 12345u,
+      py::arg("fault") = "none",
+      "Time reads of a working set meant to fit in L2, repeated inside the kernel so one launch moves "
+      "about bytes_per_launch; the working set must be a whole number of threads*unroll*16-byte chunks.");
+
+  m.def("bandwidth_capabilities", [] {
+    py::dict d;
+    d["patterns"] = bandwidth_patterns();
+    d["unrolls"] = bandwidth_unrolls();
+    py::dict loads;
+    for (const auto& p : bandwidth_patterns()) loads[py::str(p)] = bandwidth_load_flavours(p);
+    loads["l2_read"] = bandwidth_load_flavours("l2_read");
+    d["loads"] = loads;
+    d["stores"] = bandwidth_store_flavours();
+    d["default_config"] = config_dict(BwConfig{});
+    return d;
+  }, "The configuration values this build accepts.");
+}
+
+}  // namespace roofline
