@@ -1,0 +1,437 @@
+// Tensor-core roof through the portable warp-level path, mma.sync (Turing and later).
+//
+// Every warp keeps two A and two B fragments in registers (random data, loaded once) and
+// kAcc independent accumulators; each loop trip issues kUnroll x kAcc MMAs with no other work, so
+// the tensor pipe always has independent instructions and the loop costs a handful of issue slots.
+// On Hopper this path tops out near two thirds of the tensor rate (the full rate needs wgmma, see
+// tensor_wgmma.cu); on Turing, Ampere, Ada and Blackwell it is the roof we can reach portably.
+//
+// Verification proves the fragment layouts: the host draws matrices, packs them into per-lane
+// registers using the layout the PTX ISA documents, computes D = A*B itself, and maps D back to
+// the lanes with the documented accumulator layout. A wrong layout or a dead loop fails.
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <vector>
+
+#include "compute.hpp"
+#include "device.hpp"
+
+#if defined(__CUDA_ARCH__)
+#define ROOFLINE_ARCH __CUDA_ARCH__
+#else
+#define ROOFLINE_ARCH 0
+#endif
+
+namespace roofline {
+namespace compute {
+namespace mma {
+
+// The instruction structs live in a named namespace: in an anonymous one, every arch pass that
+// compiles a struct's asm out warns that its function is unreferenced.
+namespace ops {
+
+inline constexpr int kAcc = 8;     // independent accumulators per warp
+inline constexpr int kUnroll = 4;  // MMAs per accumulator per loop trip
+inline constexpr int kThreads = 256;
+
+// One struct per instruction: shape, registers per fragment, the arch that has it, and the asm.
+// The asm is also guarded by arch so that passes for older GPUs never see it.
+struct F16_m16n8k16 {
+  static constexpr int M = 16, N = 8, K = 16, kA = 4, kB = 2, kC = 4, kMinArch = 800;
+  using Acc = float;
+  static constexpr const char* kName = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+  __device__ __forceinline__ static void run(float (&c)[kC], const uint32_t (&a)[kA], const uint32_t (&b)[kB]) {
+#if ROOFLINE_ARCH >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+  }
+};
+
+struct BF16_m16n8k16 {
+  static constexpr int M = 16, N = 8, K = 16, kA = 4, kB = 2, kC = 4, kMinArch = 800;
+  using Acc = float;
+  static constexpr const char* kName = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
+  __device__ __forceinline__ static void run(float (&c)[kC], const uint32_t (&a)[kA], const uint32_t (&b)[kB]) {
+#if ROOFLINE_ARCH >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+  }
+};
+
+struct TF32_m16n8k8 {
+  static constexpr int M = 16, N = 8, K = 8, kA = 4, kB = 2, kC = 4, kMinArch = 800;
+  using Acc = float;
+  static constexpr const char* kName = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
+  __device__ __forceinline__ static void run(float (&c)[kC], const uint32_t (&a)[kA], const uint32_t (&b)[kB]) {
+#if ROOFLINE_ARCH >= 800
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+  }
+};
+
+struct E4M3_m16n8k32 {
+  static constexpr int M = 16, N = 8, K = 32, kA = 4, kB = 2, kC = 4, kMinArch = 890;
+  using Acc = float;
+  static constexpr const char* kName = "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32";
+  __device__ __forceinline__ static void run(float (&c)[kC], const uint32_t (&a)[kA], const uint32_t (&b)[kB]) {
+#if ROOFLINE_ARCH >= 890
+    asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+  }
+};
+
+struct S8_m16n8k32 {
+  static constexpr int M = 16, N = 8, K = 32, kA = 4, kB = 2, kC = 4, kMinArch = 800;
+  using Acc = int;
+  static constexpr const char* kName = "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32";
+  __device__ __forceinline__ static void run(int (&c)[kC], const uint32_t (&a)[kA], const uint32_t (&b)[kB]) {
+#if ROOFLINE_ARCH >= 800
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+  }
+};
+
+// Turing (sm_75) has only the smaller shapes.
+struct F16_m16n8k8 {
+  static constexpr int M = 16, N = 8, K = 8, kA = 2, kB = 1, kC = 4, kMinArch = 750;
+  using Acc = float;
+  static constexpr const char* kName = "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32";
+  __device__ __forceinline__ static void run(float (&c)[kC], const uint32_t (&a)[kA], const uint32_t (&b)[kB]) {
+#if ROOFLINE_ARCH >= 750
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+#endif
+  }
+};
+
+struct S8_m8n8k16 {
+  static constexpr int M = 8, N = 8, K = 16, kA = 1, kB = 1, kC = 2, kMinArch = 750;
+  using Acc = int;
+  static constexpr const char* kName = "mma.sync.aligned.m8n8k16.row.col.s32.s8.s8.s32";
+  __device__ __forceinline__ static void run(int (&c)[kC], const uint32_t (&a)[kA], const uint32_t (&b)[kB]) {
+#if ROOFLINE_ARCH >= 750
+    asm("mma.sync.aligned.m8n8k16.row.col.s32.s8.s8.s32 {%0,%1}, {%2}, {%3}, {%0,%1};"
+        : "+r"(c[0]), "+r"(c[1])
+        : "r"(a[0]), "r"(b[0]));
+#endif
+  }
+};
+
+}  // namespace ops
+
+namespace {
+using namespace ops;
+
+// Fragments: [A set 0..1][register][lane], then [B set 0..1][register][lane]; the same for every warp.
+template <class Op>
+__global__ void __launch_bounds__(kThreads) mma_kernel(const uint32_t* __restrict__ frags, long long iterations,
+                                                       typename Op::Acc* __restrict__ out, int* __restrict__ status,
+                                                       unsigned long long* __restrict__ probe) {
+  if constexpr (ROOFLINE_ARCH >= Op::kMinArch) {
+    ClockProbe clk;
+    if (threadIdx.x == 0) probe_start(clk);
+    const int lane = threadIdx.x & 31;
+    uint32_t a[2][Op::kA], b[2][Op::kB];
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+#pragma unroll
+      for (int r = 0; r < Op::kA; ++r) a[x][r] = frags[(x * Op::kA + r) * 32 + lane];
+#pragma unroll
+      for (int r = 0; r < Op::kB; ++r) b[x][r] = frags[(2 * Op::kA + x * Op::kB + r) * 32 + lane];
+    }
+    // Accumulator j starts at j: two accumulators fed the same fragments would otherwise hold equal
+    // values from start to end, and the compiler may keep one of them and drop the other's MMAs.
+    typename Op::Acc c[kAcc][Op::kC];
+#pragma unroll
+    for (int j = 0; j < kAcc; ++j)
+#pragma unroll
+      for (int r = 0; r < Op::kC; ++r) c[j][r] = static_cast<typename Op::Acc>(j);
+    for (long long it = 0; it < iterations; ++it) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+        for (int j = 0; j < kAcc; ++j) Op::run(c[j], a[j & 1], b[(j >> 1) & 1]);
+      }
+    }
+    const long long warp = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+#pragma unroll
+    for (int j = 0; j < kAcc; ++j)
+#pragma unroll
+      for (int r = 0; r < Op::kC; ++r) out[((warp * kAcc + j) * Op::kC + r) * 32 + lane] = c[j][r];
+    if (threadIdx.x == 0) probe_stop(clk, probe);
+  } else {
+    if (threadIdx.x == 0 && blockIdx.x == 0) *status = kStatusNotCompiled;
+  }
+}
+
+// ---- host side --------------------------------------------------------------------------------
+
+// Documented fragment layouts (PTX ISA, "Matrix fragments for mma.m16n8k*" and m8n8k16), one
+// formula for every shape used here: g = lane / 4, t = lane % 4, V elements per 32-bit register.
+struct Coord {
+  int r, c;
+};
+template <class Op>
+Coord a_coord(int lane, int reg, int v, int per_reg) {
+  return {(lane >> 2) + 8 * (reg & 1), (reg >> 1) * (Op::K / 2) + (lane & 3) * per_reg + v};
+}
+template <class Op>
+Coord b_coord(int lane, int reg, int v, int per_reg) {  // (k, n)
+  return {reg * (Op::K / 2) + (lane & 3) * per_reg + v, lane >> 2};
+}
+template <class Op>
+Coord c_coord(int lane, int reg) {
+  return {(lane >> 2) + 8 * (reg >> 1), 2 * (lane & 3) + (reg & 1)};
+}
+
+struct Operands {
+  std::vector<Element> a[2], b[2];  // a: M x K row-major; b: K x N row-major
+};
+
+template <class Op>
+std::vector<uint32_t> pack(const Operands& o, Precision p) {
+  const int bytes = operand_bytes(p), per_reg = 4 / bytes;
+  std::vector<uint32_t> f(static_cast<std::size_t>((2 * Op::kA + 2 * Op::kB) * 32), 0u);
+  for (int x = 0; x < 2; ++x)
+    for (int lane = 0; lane < 32; ++lane) {
+      for (int reg = 0; reg < Op::kA; ++reg)
+        for (int v = 0; v < per_reg; ++v) {
+          Coord rc = a_coord<Op>(lane, reg, v, per_reg);
+          f[(x * Op::kA + reg) * 32 + lane] |= o.a[x][rc.r * Op::K + rc.c].bits << (8 * bytes * v);
+        }
+      for (int reg = 0; reg < Op::kB; ++reg)
+        for (int v = 0; v < per_reg; ++v) {
+          Coord kn = b_coord<Op>(lane, reg, v, per_reg);
+          f[(2 * Op::kA + x * Op::kB + reg) * 32 + lane] |= o.b[x][kn.r * Op::N + kn.c].bits << (8 * bytes * v);
+        }
+    }
+  return f;
+}
+
+struct Plan {
+  int block = kThreads, blocks_per_sm = 0, grid = 0;
+  long long warps() const { return static_cast<long long>(grid) * block / 32; }
+};
+
+template <class Op>
+Plan make_plan(const DeviceFacts& f, const KernelConfig& c) {
+  if (c.threads_per_block != 0 && c.threads_per_block != kThreads)
+    throw CoreError("the mma.sync kernel runs 256 threads per block");
+  Plan p;
+  int fit = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, mma_kernel<Op>, p.block, 0));
+  if (fit < 1) throw CoreError("the mma.sync kernel does not fit on an SM");
+  p.blocks_per_sm = c.blocks_per_sm > 0 ? c.blocks_per_sm : fit;
+  p.grid = p.blocks_per_sm * f.sm_count;
+  return p;
+}
+
+template <class Op>
+void launch(const Plan& p, cudaStream_t s, const uint32_t* frags, long long iters, typename Op::Acc* out, int* status,
+            unsigned long long* probe = nullptr) {
+  mma_kernel<Op><<<p.grid, p.block, 0, s>>>(frags, iters, out, status, probe);
+  CUDA_CHECK_LAUNCH();
+}
+
+inline void check_status(const DeviceBuffer& status, const char* instr) {
+  int st = 0;
+  CUDA_CHECK(cudaMemcpy(&st, status.get(), sizeof st, cudaMemcpyDeviceToHost));
+  if (st == kStatusNotCompiled)
+    throw CoreError(std::string("this build has no code for ") + instr +
+                    " on this GPU's architecture (rebuild with its architecture in ROOFLINE_CUDA_ARCHS)");
+}
+
+Operands random_operands(const DeviceFacts&, Precision p, int M, int N, int K, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Operands o;
+  for (int x = 0; x < 2; ++x) {
+    for (int i = 0; i < M * K; ++i) o.a[x].push_back(random_element(p, rng));
+    for (int i = 0; i < K * N; ++i) o.b[x].push_back(random_element(p, rng));
+  }
+  return o;
+}
+
+double tolerance(Precision p) {
+  switch (p) {
+    case Precision::int8: return 0.0;
+    // FP8 products accumulate with reduced precision inside the unit on some GPUs.
+    case Precision::fp8: return 1e-2;
+    default: return 1e-3;
+  }
+}
+
+template <class Op>
+Verification verify_op(const DeviceFacts& f, Precision p, const KernelConfig& c, bool corrupt) {
+  DeviceScope scope(f.device);
+  const Plan plan = make_plan<Op>(f, c);
+  Operands o = random_operands(f, p, Op::M, Op::N, Op::K, 0xC0FFEEull + static_cast<int>(p));
+  std::vector<uint32_t> frags = pack<Op>(o, p);
+
+  // Exact reference D_xy = A_x * B_y (products of these formats are exact in double) and the
+  // bound each element's rounding could reach.
+  std::vector<double> ref[2][2], bound[2][2];
+  for (int x = 0; x < 2; ++x)
+    for (int y = 0; y < 2; ++y) {
+      ref[x][y].assign(Op::M * Op::N, 0.0);
+      bound[x][y].assign(Op::M * Op::N, 0.0);
+      for (int i = 0; i < Op::M; ++i)
+        for (int j = 0; j < Op::N; ++j)
+          for (int k = 0; k < Op::K; ++k) {
+            double prod = o.a[x][i * Op::K + k].value * o.b[y][k * Op::N + j].value;
+            ref[x][y][i * Op::N + j] += prod;
+            bound[x][y][i * Op::N + j] += std::fabs(prod);
+          }
+    }
+  if (corrupt) {  // after the reference: one element of A_0 changes (sign, or +-64 for int8)
+    Element& e = o.a[0][0];
+    e.bits ^= p == Precision::int8 ? 0x40u : (1u << (8 * operand_bytes(p) - 1));
+    frags = pack<Op>(o, p);
+  }
+
+  const long long iters = c.iterations > 0 && c.iterations < 4 ? c.iterations : 1;
+  const long long count = iters * kUnroll;  // MMAs into each accumulator
+  const long long n_out = plan.warps() * kAcc * Op::kC * 32;
+  DeviceBuffer d_frags(frags.size() * 4), d_out(n_out * sizeof(typename Op::Acc)), d_status(sizeof(int));
+  CUDA_CHECK(cudaMemcpy(d_frags.get(), frags.data(), frags.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemset(d_out.get(), 0xFF, n_out * sizeof(typename Op::Acc)));
+  CUDA_CHECK(cudaMemset(d_status.get(), 0, sizeof(int)));
+  Stream stream;
+  launch<Op>(plan, stream.get(), d_frags.get<uint32_t>(), iters, d_out.get<typename Op::Acc>(), d_status.get<int>());
+  stream.synchronize();
+  check_status(d_status, Op::kName);
+  std::vector<typename Op::Acc> out(static_cast<std::size_t>(n_out));
+  CUDA_CHECK(cudaMemcpy(out.data(), d_out.get(), n_out * sizeof(typename Op::Acc), cudaMemcpyDeviceToHost));
+
+  Checker check(tolerance(p));
+  for (long long w = 0; w < plan.warps(); ++w)
+    for (int j = 0; j < kAcc; ++j)
+      for (int r = 0; r < Op::kC; ++r)
+        for (int lane = 0; lane < 32; ++lane) {
+          const long long idx = ((w * kAcc + j) * Op::kC + r) * 32 + lane;
+          const Coord rc = c_coord<Op>(lane, r);
+          const int x = j & 1, y = (j >> 1) & 1, e = rc.r * Op::N + rc.c;
+          check.check(static_cast<double>(out[idx]), j + count * ref[x][y][e], count * bound[x][y][e], idx);
+        }
+  return check.done(iters);
+}
+
+template <class Op>
+Measurement measure_op(const DeviceFacts& f, Precision p, const KernelConfig& c, int warmup, int reps) {
+  DeviceScope scope(f.device);
+  Measurement m;
+  m.precision = p;
+  m.path = Path::mma_sync;
+  m.facts = f;
+  m.instruction = Op::kName;
+  m.verification = verify_op<Op>(f, p, c, false);
+  throw_if_failed(m.verification, p, Path::mma_sync);
+
+  const Plan plan = make_plan<Op>(f, c);
+  Operands o = random_operands(f, p, Op::M, Op::N, Op::K, 0xBEEFull + static_cast<int>(p));
+  std::vector<uint32_t> frags = pack<Op>(o, p);
+  const long long n_out = plan.warps() * kAcc * Op::kC * 32;
+  DeviceBuffer d_frags(frags.size() * 4), d_out(n_out * sizeof(typename Op::Acc)), d_status(sizeof(int));
+  CUDA_CHECK(cudaMemcpy(d_frags.get(), frags.data(), frags.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemset(d_status.get(), 0, sizeof(int)));
+  Stream stream;
+  auto run = [&](cudaStream_t s, long long iters) {
+    launch<Op>(plan, s, d_frags.get<uint32_t>(), iters, d_out.get<typename Op::Acc>(), d_status.get<int>());
+  };
+  m.iterations = c.iterations > 0 ? c.iterations : size_iterations(stream.get(), 16, c.target_ms, run);
+  DeviceBuffer d_probe(2 * sizeof(unsigned long long));
+  CUDA_CHECK(cudaMemset(d_probe.get(), 0, 2 * sizeof(unsigned long long)));
+  m.timing = time_launches(stream.get(), warmup, reps, [&](cudaStream_t s) {
+    launch<Op>(plan, s, d_frags.get<uint32_t>(), m.iterations, d_out.get<typename Op::Acc>(), d_status.get<int>(),
+               d_probe.get<unsigned long long>());
+  });
+  check_status(d_status, Op::kName);
+  unsigned long long probe[2] = {0, 0};
+  CUDA_CHECK(cudaMemcpy(probe, d_probe.get(), sizeof probe, cudaMemcpyDeviceToHost));
+  m.kernel_clock_mhz = probe_mhz(probe);
+
+  cudaFuncAttributes attr{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attr, mma_kernel<Op>));
+  m.grid = plan.grid;
+  m.block = plan.block;
+  m.regs_per_thread = attr.numRegs;
+  m.flop_per_launch = 2.0 * Op::M * Op::N * Op::K * static_cast<double>(plan.warps()) *
+                      static_cast<double>(m.iterations) * kUnroll * kAcc;
+  m.config = {{"threads_per_block", plan.block}, {"blocks_per_sm", plan.blocks_per_sm},
+              {"accumulators_per_warp", kAcc},  {"unroll", kUnroll},
+              {"iterations", m.iterations},     {"mma_m", Op::M},
+              {"mma_n", Op::N},                 {"mma_k", Op::K}};
+  finish(m);
+  return m;
+}
+
+// Which instruction a (precision, GPU) pair uses, as a visitor so each caller gets the Op type.
+template <class Visit>
+auto dispatch(const DeviceFacts& f, Precision p, Visit&& visit) {
+  const int cc = f.cc();
+  switch (p) {
+    case Precision::fp16:
+      if (cc >= 80) return visit(F16_m16n8k16{});
+      return visit(F16_m16n8k8{});
+    case Precision::bf16: return visit(BF16_m16n8k16{});
+    case Precision::tf32: return visit(TF32_m16n8k8{});
+    case Precision::fp8: return visit(E4M3_m16n8k32{});
+    case Precision::int8:
+      if (cc >= 80) return visit(S8_m16n8k32{});
+      return visit(S8_m8n8k16{});
+    default: break;
+  }
+  throw CoreError("no mma.sync kernel for this precision");
+}
+
+}  // namespace
+
+Support support(const DeviceFacts& f, Precision p) {
+  const int cc = f.cc();
+  switch (p) {
+    case Precision::fp32:
+    case Precision::fp64:
+      return {false, std::string(name(p)) + " has no mma.sync path here (measured on the SIMT path)"};
+    case Precision::fp16:
+    case Precision::int8:
+      if (cc >= 75) return {true, ""};
+      return {false, std::string(name(p)) + " mma.sync needs compute capability 7.5 (Turing) or newer"};
+    case Precision::bf16:
+    case Precision::tf32:
+      if (cc >= 80) return {true, ""};
+      return {false, std::string(name(p)) + " tensor cores need compute capability 8.0 (Ampere) or newer"};
+    case Precision::fp8:
+      // Native (QMMA) on Ada and consumer Blackwell only. On Hopper and data-center Blackwell
+      // ptxas emulates it with FP16 HMMAs (seen in their SASS), and with operands that stay in
+      // registers it even hoists those out of the loop, so a rate "measured" there would be
+      // neither the tensor cores' FP8 rate nor honest. FP8 runs on wgmma there.
+      if (cc == 89 || cc >= 120) return {true, ""};
+      if (cc < 89) return {false, "fp8 (e4m3) tensor cores need compute capability 8.9 (Ada) or newer"};
+      return {false, "this architecture has no native FP8 mma.sync (the compiler emulates it with FP16 "
+                     "MMAs); its FP8 tensor rate is reached through wgmma/tcgen05 only"};
+  }
+  return {false, "unknown precision"};
+}
+
+Verification verify(const DeviceFacts& f, Precision p, const KernelConfig& c, bool corrupt) {
+  return dispatch(f, p, [&](auto op) { return verify_op<decltype(op)>(f, p, c, corrupt); });
+}
+
+Measurement measure(const DeviceFacts& f, Precision p, const KernelConfig& c, int warmup, int reps) {
+  return dispatch(f, p, [&](auto op) { return measure_op<decltype(op)>(f, p, c, warmup, reps); });
+}
+
+}  // namespace mma
+}  // namespace compute
+}  // namespace roofline
