@@ -30,6 +30,13 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _private_calibration_cache(tmp_path_factory, monkeypatch):
+    """Every test sees an empty calibration cache of its own, never the user's: a calibration cached
+    on this machine must not change what analyze tests compute."""
+    monkeypatch.setenv("ROOFLINE_EXT_CACHE_DIR", str(tmp_path_factory.mktemp("calibration-cache")))
+
+
 @pytest.fixture
 def _gpu_required_but_missing():
     from roofline_ext.availability import availability

@@ -73,7 +73,7 @@ def write(folder: Path, name: str, body: str) -> Path:
 def no_gpu_no_cache(monkeypatch):
     """A machine without a GPU and without calibrations, whatever machine runs the tests."""
     monkeypatch.setattr(analysis, "local_device", lambda: None)
-    monkeypatch.setattr(analyze_cmd, "_measured_peaks_for", lambda gpu_name, regime: None)
+    monkeypatch.setattr(analyze_cmd, "_measured_peaks_for", lambda gpu, regime: None)
 
 
 def read_csv(path: Path) -> list[dict]:
@@ -198,8 +198,8 @@ def test_local_gpu_is_the_default(tmp_path, capsys, monkeypatch):
 def test_measured_peaks_hook(tmp_path, capsys, monkeypatch):
     calls = []
 
-    def fake_hook(gpu_name, regime):
-        calls.append((gpu_name, regime))
+    def fake_hook(gpu, regime):
+        calls.append((gpu.name, regime))
         return {"bandwidth_tbps": 3.0, "tf32": 400.0, "fp32": 50.0}
 
     monkeypatch.setattr(analyze_cmd, "_measured_peaks_for", fake_hook)

@@ -115,7 +115,7 @@ def resolve_gpu(name: str | None = None) -> GpuChoice:
     return GpuChoice(sheet.full_name, sheet, None, "default", note)
 
 
-def measured_peaks_for(gpu_name: str, regime: str = "burst") -> Mapping[str, float] | None:
+def measured_peaks_for(gpu_name: str, regime: str = "burst", uuid: str | None = None) -> Mapping[str, float] | None:
     """Calibrated peaks for ``gpu_name`` from the calibration cache, or None.
 
     The single hook between analysis and calibration: None when the calibration module is absent
@@ -125,6 +125,11 @@ def measured_peaks_for(gpu_name: str, regime: str = "burst") -> Mapping[str, flo
         from .calibration import cached_peaks
     except ImportError:
         return None
+    if uuid:
+        # This very card's calibration when it has one (a host with several of one model).
+        peaks = cached_peaks(uuid=uuid, regime=regime)
+        if peaks is not None:
+            return peaks
     return cached_peaks(gpu_name=gpu_name, regime=regime)
 
 
@@ -203,7 +208,7 @@ def analyze_task(
         except Exception:  # a device record without attributes: no derived roof, not an error
             derived = None
     if measured is True:
-        measured = measured_peaks_for(choice.name, regime)
+        measured = measured_peaks_for(choice.name, regime, getattr(choice.device, "uuid", None))
     elif measured is False:
         measured = None
 
@@ -435,7 +440,7 @@ def analyze_batch(
     analyze = analyze or analyze_task
     # Measured peaks are per GPU, not per task: look them up once.
     if measured is True:
-        measured = measured_peaks_for(choice.name, regime)
+        measured = measured_peaks_for(choice.name, regime, getattr(choice.device, "uuid", None))
     elif measured is False:
         measured = None
     results: list[dict[str, Any]] = []

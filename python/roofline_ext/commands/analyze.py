@@ -38,9 +38,9 @@ from ..errors import UserError
 DTYPES = ("fp32", "fp16", "bf16")
 
 
-def _measured_peaks_for(gpu_name: str, regime: str) -> Mapping[str, float] | None:
+def _measured_peaks_for(gpu: GpuChoice, regime: str) -> Mapping[str, float] | None:
     """The hook to calibration: cached measured peaks for this GPU and regime, or None."""
-    return measured_peaks_for(gpu_name, regime)
+    return measured_peaks_for(gpu.name, regime, getattr(gpu.device, "uuid", None))
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -67,6 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strict-fp32", action="store_true",
                    help="float32 tasks against FP32 CUDA cores instead of TF32 tensor cores")
     p.add_argument("--no-progress", action="store_true", help="no progress bar for folders")
+    p.add_argument("--plot", metavar="FILE", help="draw the task on the GPU's roofline (FILE.png or FILE.svg)")
     t = p.add_argument_group("timing on the GPU (needs a GPU; each task runs in a subprocess of its own)")
     t.add_argument("--time", action="store_true",
                    help="time Model (and ModelNew) with CUDA events and report each floor's fraction")
@@ -133,9 +134,13 @@ def _analyze_fn(args: argparse.Namespace):
 
 
 def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
-    measured = _measured_peaks_for(gpu.name, args.regime)
+    measured = _measured_peaks_for(gpu, args.regime)
     result = _analyze_fn(args)(target, gpu, args.dtype, regime=args.regime, strict_fp32=args.strict_fp32,
                                measured=measured)
+    if args.plot:
+        from ..plot import plot_task
+
+        print(f"roofline-ext: chart written to {plot_task(public(result), args.plot)}", file=sys.stderr)
     if args.csv:
         ResultsWriter(csv_path=args.csv).add(result)
     if args.json is not None:
@@ -258,6 +263,8 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
 def _run_batch(args: argparse.Namespace, folder: Path, gpu: GpuChoice) -> int:
     from ..tasks import find_task_files
 
+    if args.plot:
+        raise UserError("--plot takes one task file, not a folder")
     paths = find_task_files(folder)
     if not paths:
         raise UserError(f"{folder}: no task files (*.py) in this folder")
@@ -267,7 +274,7 @@ def _run_batch(args: argparse.Namespace, folder: Path, gpu: GpuChoice) -> int:
     writer = ResultsWriter(json_file, args.csv, meta=meta)
     results = analyze_batch(paths, gpu, args.dtype, regime=args.regime, strict_fp32=args.strict_fp32,
                             writer=writer, progress=not args.no_progress, debug=args.debug,
-                            measured=_measured_peaks_for(gpu.name, args.regime), analyze=_analyze_fn(args))
+                            measured=_measured_peaks_for(gpu, args.regime), analyze=_analyze_fn(args))
     writer.flush(complete=True)
     if args.json == "-":
         print(json.dumps(writer.document(complete=True), indent=1, default=str))

@@ -1,0 +1,734 @@
+"""The calibration cache (location, atomic write, lock, corrupt and old files, lookup) and the
+policy parts of ``calibrate()`` (sustained window, warnings, the JSON it returns), on the CPU.
+
+The calibration used here is tests/data/calibration-h200-example.json: a hand-made fixture with
+realistic H200 figures, not a measurement.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from roofline_ext import calibration as cb
+from roofline_ext.calibration import CalibrationCacheWarning
+from roofline_ext.errors import GpuUnavailableError, UserError
+
+DATA = Path(__file__).parent / "data" / "calibration-h200-example.json"
+PYTHON_DIR = str(Path(cb.__file__).resolve().parents[1])
+
+
+def example(**changes) -> dict:
+    cal = json.loads(DATA.read_text())
+    cal.update(changes)
+    return cal
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    d = tmp_path / "cache"
+    monkeypatch.setenv(cb.CACHE_ENV, str(d))
+    return d
+
+
+# --- location -----------------------------------------------------------------------------------
+
+def test_cache_dir_env_override(cache):
+    assert cb.cache_dir() == cache
+    assert cb.cache_path("GPU-1234").parent == cache
+    assert cb.cache_path("GPU-1234").name == "calibration-GPU-1234.json"
+
+
+def test_cache_dir_platformdirs(monkeypatch):
+    monkeypatch.delenv(cb.CACHE_ENV, raising=False)
+    import platformdirs
+
+    assert cb.cache_dir() == Path(platformdirs.user_cache_dir("roofline_ext", appauthor=False))
+
+
+def test_cache_dir_without_platformdirs_uses_xdg(monkeypatch, tmp_path):
+    # The GPU machines lack platformdirs: the cache must still have a home.
+    monkeypatch.delenv(cb.CACHE_ENV, raising=False)
+    monkeypatch.setitem(sys.modules, "platformdirs", None)  # makes "import platformdirs" fail
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cb.cache_dir() == tmp_path / "xdg" / "roofline_ext"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert cb.cache_dir() == Path(os.path.expanduser("~")) / ".cache" / "roofline_ext"
+
+
+def test_uuid_is_one_safe_path_component(cache):
+    assert cb.cache_path("GPU-ab/../cd").name == "calibration-GPU-ab_.._cd.json"
+    assert cb.cache_path("GPU-ab/../cd").parent == cache
+    with pytest.raises(ValueError):
+        cb.cache_path("")
+
+
+# --- save / load --------------------------------------------------------------------------------
+
+def test_save_then_load_round_trip(cache):
+    cal = example()
+    path = cb.save(cal)
+    assert path == cache / f"calibration-{cal['gpu']['uuid']}.json"
+    assert cb.load(cal["gpu"]["uuid"]) == cal
+    # No temporary files are left next to it; the lock file is the only other entry.
+    assert sorted(p.name for p in cache.iterdir()) == [".lock", path.name]
+
+
+def test_save_refuses_what_is_not_a_calibration(cache):
+    with pytest.raises(ValueError, match="schema version"):
+        cb.save({"gpu": {"uuid": "GPU-x"}, "peaks": {"burst": {}}})
+    with pytest.raises(ValueError, match="gpu.uuid"):
+        cb.save({"schema_version": cb.SCHEMA_VERSION, "peaks": {"burst": {}}})
+    bad = example()
+    bad["peaks"]["burst"]["fp32"] = -1.0
+    with pytest.raises(ValueError, match="positive"):
+        cb.save(bad)
+    assert not cache.exists() or not list(cache.glob("calibration-*.json"))
+
+
+def test_missing_file_is_none_without_warning(cache, recwarn):
+    assert cb.load("GPU-nothing-here") is None
+    assert cb.list_cached() == []
+    assert cb.cached_peaks(gpu_name="NVIDIA H200") is None
+    assert not recwarn.list
+
+
+def test_failed_write_leaves_the_old_file_intact(cache, monkeypatch):
+    old = example()
+    path = cb.save(old)
+    before = path.read_bytes()
+    new = example(mode="quick")
+
+    def disk_full(fd):
+        raise OSError(28, "No space left on device")
+
+    # fsync runs after the new text is written to the temporary file and before the rename: a
+    # failure there is a crash mid-write.
+    with monkeypatch.context() as m:
+        m.setattr(cb.os, "fsync", disk_full)
+        with pytest.raises(OSError, match="No space"):
+            cb.save(new)
+    assert path.read_bytes() == before
+    assert [p.name for p in cache.iterdir() if p.suffix == ".tmp"] == []
+    assert cb.load(old["gpu"]["uuid"])["mode"] == "full"
+
+
+def test_interrupted_write_mid_json_leaves_the_old_file_intact(cache, monkeypatch):
+    path = cb.save(example())
+    before = path.read_bytes()
+    real_fdopen = os.fdopen
+
+    class Half:
+        """A file that writes half of what it is given, then dies (as a killed process would)."""
+
+        def __init__(self, f):
+            self.f = f
+
+        def write(self, text):
+            self.f.write(text[: len(text) // 2])
+            raise KeyboardInterrupt
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+    with monkeypatch.context() as m:
+        m.setattr(cb.os, "fdopen", lambda fd, *a, **k: Half(real_fdopen(fd, *a, **k)))
+        with pytest.raises(KeyboardInterrupt):
+            cb.save(example(mode="quick"))
+    assert path.read_bytes() == before
+    assert not list(cache.glob("*.tmp"))
+
+
+def test_stray_temporary_file_is_not_read(cache, recwarn):
+    cal = example()
+    cb.save(cal)
+    (cache / ".calibration-GPU-x.abc.tmp").write_text("{half a calib")
+    assert [c["gpu"]["uuid"] for c in cb.list_cached()] == [cal["gpu"]["uuid"]]
+    assert not recwarn.list
+
+
+# --- lock ---------------------------------------------------------------------------------------
+
+_SAVER = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, {python_dir!r})
+    from roofline_ext import calibration as cb
+    cal = json.load(open({data!r}))
+    tag = sys.argv[1]
+    # A big, distinct payload per writer: an interleaved write would be detected.
+    cal["padding"] = tag * 200000
+    cal["writer"] = tag
+    for i in range(int(sys.argv[2])):
+        cal["round"] = i
+        cb.save(cal)
+""")
+
+
+def test_concurrent_saves_from_processes_leave_one_whole_file(cache, tmp_path):
+    script = tmp_path / "saver.py"
+    script.write_text(_SAVER.format(python_dir=PYTHON_DIR, data=str(DATA)))
+    env = dict(os.environ, **{cb.CACHE_ENV: str(cache)})
+    procs = [subprocess.Popen([sys.executable, str(script), tag, "15"], env=env) for tag in "ABCD"]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    cal = cb.load(example()["gpu"]["uuid"])
+    assert cal is not None and cal["writer"] in "ABCD"
+    assert cal["padding"] == cal["writer"] * 200000 and cal["round"] == 14
+    assert not list(cache.glob("*.tmp"))
+
+
+def test_concurrent_saves_from_threads(cache):
+    errors = []
+
+    def writer(tag: str) -> None:
+        cal = example(writer=tag, padding=tag * 50000)
+        try:
+            for _ in range(10):
+                cb.save(cal)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in "EFGHIJ"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    cal = cb.load(example()["gpu"]["uuid"])
+    assert cal["padding"] == cal["writer"] * 50000
+
+
+def test_save_waits_for_the_lock(cache, tmp_path):
+    """A writer holding the lock blocks another process's save until it lets go."""
+    script = tmp_path / "saver.py"
+    script.write_text(_SAVER.format(python_dir=PYTHON_DIR, data=str(DATA)))
+    env = dict(os.environ, **{cb.CACHE_ENV: str(cache)})
+    with cb._locked(cache):
+        proc = subprocess.Popen([sys.executable, str(script), "Z", "1"], env=env)
+        time.sleep(1.5)
+        assert proc.poll() is None, "save() went ahead while another process held the lock"
+        assert not list(cache.glob("calibration-*.json"))
+    assert proc.wait(timeout=60) == 0
+    assert cb.load(example()["gpu"]["uuid"])["writer"] == "Z"
+
+
+# --- corrupt and old files ----------------------------------------------------------------------
+
+def test_corrupt_file_is_ignored_with_a_warning_naming_it(cache):
+    uuid = example()["gpu"]["uuid"]
+    path = cb.cache_path(uuid)
+    cache.mkdir(parents=True)
+    path.write_text('{"schema_version": 1, "gpu": {"uuid": "GPU-')  # truncated
+    with pytest.warns(CalibrationCacheWarning, match=r"corrupt JSON") as rec:
+        assert cb.load(uuid) is None
+    assert str(path) in str(rec[0].message)
+    with pytest.warns(CalibrationCacheWarning, match="corrupt"):
+        assert cb.cached_peaks(gpu_name="NVIDIA H200") is None
+    # A fresh calibration replaces it.
+    cb.save(example())
+    assert cb.load(uuid) is not None
+
+
+@pytest.mark.parametrize("mutate, match", [
+    (lambda c: c.update(schema_version=0), "schema version 0"),
+    (lambda c: c.update(schema_version=cb.SCHEMA_VERSION + 1), "schema version"),
+    (lambda c: c.pop("schema_version"), "schema version None"),
+    (lambda c: c.pop("peaks"), "no peaks.burst"),
+    (lambda c: c["peaks"]["burst"].update(fp32="fast"), "not a positive number"),
+])
+def test_old_or_malformed_schema_is_ignored_with_a_warning(cache, mutate, match):
+    cal = example()
+    uuid = cal["gpu"]["uuid"]
+    mutate(cal)
+    cache.mkdir(parents=True)
+    cb.cache_path(uuid).write_text(json.dumps(cal))
+    with pytest.warns(CalibrationCacheWarning, match=match):
+        assert cb.load(uuid) is None
+    with pytest.warns(CalibrationCacheWarning, match=match):
+        assert cb.list_cached() == []
+
+
+def test_file_of_another_gpu_under_this_uuid_is_ignored(cache):
+    cal = example()
+    cache.mkdir(parents=True)
+    cb.cache_path("GPU-other").write_text(json.dumps(cal))
+    with pytest.warns(CalibrationCacheWarning, match="belongs to"):
+        assert cb.load("GPU-other") is None
+
+
+def test_non_object_json_is_ignored(cache):
+    cache.mkdir(parents=True)
+    cb.cache_path("GPU-x").write_text("[1, 2, 3]")
+    with pytest.warns(CalibrationCacheWarning, match="not a JSON object"):
+        assert cb.load("GPU-x") is None
+
+
+# --- lookup -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["NVIDIA H200", "H200", "h200 sxm", "NVIDIA H200 SXM 141GB"])
+def test_cached_peaks_by_gpu_name(cache, name):
+    cb.save(example())
+    peaks = cb.cached_peaks(gpu_name=name)
+    assert peaks["bandwidth_tbps"] == 4.312 and peaks["bf16"] == 949.3 and peaks["fp8"] == 1873.0
+
+
+@pytest.mark.parametrize("name", ["H100", "NVIDIA H200 NVL", "A100"])
+def test_cached_peaks_other_gpu_is_none(cache, name):
+    cb.save(example())
+    assert cb.cached_peaks(gpu_name=name) is None
+
+
+def test_cached_peaks_by_uuid_and_regime(cache):
+    cal = example()
+    cb.save(cal)
+    uuid = cal["gpu"]["uuid"]
+    assert cb.cached_peaks(uuid=uuid)["fp32"] == 65.6
+    sustained = cb.cached_peaks(uuid=uuid, regime="sustained")
+    assert sustained == {"bandwidth_tbps": 4.287, "fp32": 64.1, "bf16": 738.4}
+    assert cb.cached_peaks(uuid="GPU-unknown") is None
+    with pytest.raises(UserError, match="regime"):
+        cb.cached_peaks(uuid=uuid, regime="peak")
+
+
+def test_quick_calibration_has_no_sustained_peaks(cache):
+    cal = example(mode="quick", sustained=None)
+    del cal["peaks"]["sustained"]
+    cb.save(cal)
+    assert cb.cached_peaks(gpu_name="H200")["fp32"] == 65.6
+    with pytest.warns(CalibrationCacheWarning, match="no sustained figures"):
+        assert cb.cached_peaks(gpu_name="H200", regime="sustained") is None
+
+
+def test_newest_calibration_of_a_name_wins(cache):
+    older = example(date="2026-01-01T00:00:00+00:00")
+    newer = example(date="2026-03-01T00:00:00+00:00")
+    older["gpu"] = dict(older["gpu"], uuid="GPU-older")
+    newer["gpu"] = dict(newer["gpu"], uuid="GPU-newer")
+    newer["peaks"]["burst"]["fp32"] = 60.0
+    cb.save(newer)
+    cb.save(older)  # written last, but measured first
+    assert [c["gpu"]["uuid"] for c in cb.list_cached()] == ["GPU-newer", "GPU-older"]
+    assert cb.cached_peaks(gpu_name="NVIDIA H200")["fp32"] == 60.0
+
+
+def test_cached_peaks_are_accepted_by_roofline(cache):
+    """The mapping goes straight into roofline(measured=...): every key must be one it knows."""
+    from roofline_ext.roofline import roofline
+
+    cb.save(example())
+    for regime in ("burst", "sustained"):
+        measured = cb.cached_peaks(gpu_name="H200", regime=regime)
+        r = roofline(2 * 8192**3, 3 * 8192 * 8192 * 2, "bf16", "H200", None, measured=measured)
+        assert r["roofs"]["measured"]["bandwidth_tbps"] == measured["bandwidth_tbps"]
+        assert r["roofs"]["measured"]["compute_tflops"] == measured["bf16"]
+
+
+# --- presenting ---------------------------------------------------------------------------------
+
+def test_summary_rows_show_burst_and_sustained_side_by_side():
+    rows = {r["key"]: r for r in cb.summary_rows(example())}
+    assert list(rows) == list(cb.ENTRY_ORDER)
+    bf16 = rows["bf16"]
+    assert bf16["burst"].startswith("949.3") and bf16["sustained"].startswith("738.4 (78%)")
+    assert bf16["sustained_at"] == "1470 MHz, 699 W" and bf16["path"] == "wgmma"
+    assert rows["hbm"]["burst_at"].startswith("mem 3201 MHz")
+    assert rows["hbm"]["fraction_of_datasheet"] == "89.8%"
+    assert rows["l2"]["fraction_of_datasheet"] is None
+    assert cb.peak_label("int8") == "INT8 (TOP/s)" and cb.peak_label("bandwidth_tbps") == "HBM (TB/s)"
+
+
+def test_summary_rows_say_why_a_unit_is_unsupported():
+    cal = example()
+    del cal["burst"]["entries"]["fp8"]
+    cal["burst"]["unsupported"] = {"fp8": "no FP8 tensor cores before Ada/Hopper"}
+    rows = {r["key"]: r for r in cb.summary_rows(cal)}
+    assert rows["fp8"]["burst"] == "unsupported" and "Ada" in rows["fp8"]["path"]
+
+
+# --- the sustained window -----------------------------------------------------------------------
+
+class FakeTelemetry:
+    """Stands in for telemetry.sampling(): samples every 10 ms of a clock that falls from 1980 MHz
+    to a floor (as an H200 does at its power cap), from a thread, like the real sampler."""
+
+    def __init__(self, clock_at):
+        self.clock_at = clock_at
+        self.samples = []
+        self.error = None
+
+    def __call__(self, device, interval_ms=25.0):
+        import contextlib
+
+        @contextlib.contextmanager
+        def block():
+            self.samples = []  # one sampler per block, as the real one
+            stop = threading.Event()
+            t0 = time.monotonic()
+
+            def run():
+                while not stop.is_set():
+                    t = time.monotonic() - t0
+                    self.samples.append({"t_s": t, "sm_clock_mhz": self.clock_at(t), "mem_clock_mhz": 3201,
+                                         "power_w": 699.0, "temperature_c": 60, "reasons": 0})
+                    stop.wait(0.01)
+
+            th = threading.Thread(target=run)
+            th.start()
+            try:
+                yield self
+            finally:
+                stop.set()
+                th.join()
+        return block()
+
+
+def fake_clock(seconds, floor=1470.0):
+    # Falls linearly over the first half of the window, then holds.
+    return lambda t: max(floor, 1980.0 - (1980.0 - floor) * t / (seconds / 2))
+
+
+@pytest.mark.parametrize("settles", [True, False])
+def test_sustained_figure_is_taken_once_clocks_settle(monkeypatch, settles):
+    from roofline_ext import telemetry
+
+    seconds = 0.6
+    clock = fake_clock(seconds) if settles else (lambda t: 1980.0 - 800.0 * t / seconds)
+    fake = FakeTelemetry(clock)
+    monkeypatch.setattr(telemetry, "sampling", fake)
+    t0 = time.monotonic()
+    calls = []
+
+    def run_once(reps):
+        calls.append(reps)
+        time.sleep(0.02)
+        return 949.3 * clock(time.monotonic() - t0) / 1980.0  # the figure follows the clock
+
+    reported = []
+    s = cb._sustain(run_once, seconds, 0, reported.append)
+    assert s["duration_s"] >= seconds and s["iterations"] == len(calls) >= 10
+    assert reported[-1] >= 1.0 and reported == sorted(reported)
+    lo, hi = s["window_s"]
+    assert lo >= seconds * 2 / 3 - 0.05 and hi == s["duration_s"]
+    if settles:
+        assert s["settled"] is True
+        assert s["value"] == pytest.approx(949.3 * 1470 / 1980, rel=0.01)
+        assert s["sm_clock_mhz"] == pytest.approx(1470, abs=1)
+    else:
+        assert s["settled"] is False
+    assert s["power_w"] == 699.0 and s["telemetry"]["samples"] > 0
+    assert s["timeline"] and s["clock_timeline"]
+    # Calls are resized towards _SUSTAINED_CALL_S from their measured wall time.
+    assert calls[1] > calls[0]
+
+
+# --- calibrate() end to end, with the GPU faked -------------------------------------------------
+# The measurement modules are replaced by results of their own types carrying realistic H200
+# figures, so what is tested is calibration's policy: the plan, the entries, the peaks mapping,
+# the sustained phase, the warnings and the JSON that comes out (and that save() accepts).
+
+def telemetry_summary(sm=1980.0, mem=3201.0, power=650.0, temp=45.0, reasons=()):
+    return {"samples": 12, "duration_s": 0.3,
+            "sm_clock_mhz": {"min": sm - 30, "median": sm, "max": sm},
+            "mem_clock_mhz": {"min": mem, "median": mem, "max": mem},
+            "power_w": {"min": power - 50, "median": power, "max": power + 5},
+            "temperature_c": {"min": temp - 2, "median": temp, "max": temp + 1},
+            "throttle_reasons": list(reasons),
+            "slowdown": [r for r in reasons if r != "gpu_idle"]}
+
+
+def fake_device(index=0, uuid="GPU-11111111-2222-3333-4444-555555555555", **changes):
+    from roofline_ext.devices import Device
+
+    fields = dict(
+        index=index, nvml_index=index, name="NVIDIA H200", uuid=uuid, pci_bus_id=f"00000000:{index + 0x19:02x}:00.0",
+        cc_major=9, cc_minor=0, architecture="hopper", sm_count=132, cuda_cores=16896, l2_bytes=52428800,
+        memory_total_bytes=150754820096, memory_free_bytes=149000000000, memory_bus_width_bits=6016,
+        max_sm_clock_mhz=1980, max_mem_clock_mhz=3201, sm_clock_mhz=345, mem_clock_mhz=3201,
+        power_limit_w=700.0, power_draw_w=75.0, temperature_c=30, mig_mode="disabled", ecc_mode="enabled",
+        clock_event_reasons=["gpu_idle"], compute_processes=1, pcie_gen=5, pcie_width=16,
+        driver_version="570.124.06", cuda_driver_version="12.8", can_measure=True)
+    fields.update(changes)
+    return Device(**fields)
+
+
+def fake_bandwidth(quick):
+    from roofline_ext import bandwidth as bwm
+
+    def pattern(name, tbps, buffers):
+        cfg = {"threads": 256, "unroll": 8, "blocks_per_sm": 0, "load": "nc_na", "store": "plain", "bulk_bytes": 0}
+        return bwm.PatternResult(pattern=name, tbps_median=tbps, tbps_best=tbps * 1.006, cv=0.003,
+                                 bytes_per_launch=buffers * (4 << 30), reps=30, config=cfg,
+                                 telemetry=telemetry_summary(power=470.0), buffer_bytes=4 << 30,
+                                 median_ms=1.0, best_ms=0.99)
+    patterns = {"read": pattern("read", 4.21, 1), "copy": pattern("copy", 4.312, 2)}
+    l2 = None
+    if not quick:
+        patterns["write"] = pattern("write", 4.05, 1)
+        patterns["triad"] = pattern("triad", 4.30, 3)
+        point = bwm.L2Point(working_set_bytes=24 << 20, tbps_median=10.94, tbps_best=11.0, cv=0.006, passes=85,
+                            bytes_per_launch=2 << 30, reps=30, config={"threads": 256, "unroll": 4,
+                                                                       "blocks_per_sm": 64, "load": "cg"})
+        l2 = bwm.L2Result(l2_bytes=52428800, points=[point], plateau=point, telemetry=telemetry_summary(power=430.0))
+    peak = max(patterns.values(), key=lambda r: r.tbps_median)
+    return bwm.BandwidthResult(device=0, gpu_name="NVIDIA H200", uuid="GPU-x", patterns=patterns, l2=l2, peak=peak,
+                               theoretical_tbps=4.815, buffer_bytes=4 << 30, l2_bytes=52428800,
+                               date="2026-05-10T09:30:00+00:00")
+
+
+_RATES = {"fp64": (128, 32.9, "simt", "fma.rn.f64"), "fp32": (256, 65.6, "simt", "fma.rn.f32"),
+          "tf32": (2048, 478.1, "wgmma", "wgmma tf32"), "fp16": (4096, 951.7, "wgmma", "wgmma f16"),
+          "bf16": (4096, 949.3, "wgmma", "wgmma bf16"), "fp8": (8192, 1873.0, "wgmma", "wgmma e4m3"),
+          "int8": (8192, 1801.2, "wgmma", "wgmma s8")}
+
+
+def fake_compute(precision, reasons=()):
+    from roofline_ext import compute as cm
+
+    rate, value, path, instr = _RATES[precision]
+    sm = 1980.0 if path == "simt" else 1935.0
+    cd = rate * 132 * sm * 1e6 / 1e12
+    best = cm.PathResult(precision, path, "ok", unit="TOP/s" if precision == "int8" else "TFLOP/s",
+                         tflops_median=value, tflops_best=value * 1.005, cv=0.004, median_ms=2.0, best_ms=1.99,
+                         reps=20, instruction=instr, config={"warpgroups": 2} if path == "wgmma" else {},
+                         launch={"grid": 264, "block": 256, "smem_bytes": 0, "regs_per_thread": 90,
+                                 "iterations": 4096},
+                         telemetry=telemetry_summary(sm=sm, power=680.0, reasons=reasons), sm_clock_mhz=sm,
+                         clock_derived_peak=cd, fraction_of_clock_derived=value / cd, datasheet=None,
+                         kernel_clock_mhz=None if path == "simt" else 1800.0,
+                         fraction_of_clock_derived_at_kernel_clock=None if path == "simt" else value / (cd * 1800 / sm))
+    paths = {path: best}
+    if path == "wgmma":
+        paths["mma.sync"] = cm.PathResult(precision, "mma.sync", "ok", tflops_median=value * 0.66)
+    return cm.ComputeResult(device={}, date="2026-05-10T09:30:00+00:00", settings={},
+                            precisions={precision: cm.PrecisionResult(precision, best.unit, "ok", None, best, paths)})
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """Installs a fake H200 (index 0) and returns a dict of knobs the test may change first."""
+    import importlib
+
+    from roofline_ext import telemetry
+    from roofline_ext.availability import Availability, Reason
+
+    # The modules, not the functions of the same names that the package exports lazily.
+    av_mod = importlib.import_module("roofline_ext.availability")
+    dev_mod = importlib.import_module("roofline_ext.devices")
+
+    knobs = {"devices": [fake_device()], "nvml": {"compute_processes": 1, "ecc_pending": 1,
+                                                   "clock_event_reason_names": ["gpu_idle"],
+                                                   "sm_clock_mhz": 345, "temperature_c": 30},
+             "calls": [], "reasons": (), "unsupported": set()}
+    ok = Availability(Reason.OK, "ok", {"cuda": {"count": 2}})
+
+    def require(device=0):
+        if not any(d.index == device for d in knobs["devices"]):
+            raise UserError(f"no CUDA device {device}")
+        return ok
+
+    def get_device(index=0):
+        return next(d for d in knobs["devices"] if d.index == index)
+
+    def measure_compute(device, precision, *, quick, progress=None):
+        knobs["calls"].append(("compute", device, precision, quick))
+        if progress:
+            progress(f"{precision} fake: measured")
+        if precision in knobs["unsupported"]:
+            from roofline_ext import compute as cm
+
+            r = cm.PathResult(precision, "wgmma", "unsupported", reason="not on this GPU")
+            return cm.ComputeResult({}, "", {}, {precision: cm.summarize_precision(precision, {"wgmma": r})})
+        return fake_compute(precision, knobs["reasons"])
+
+    def measure_bandwidth(device, *, quick, progress=None):
+        knobs["calls"].append(("bandwidth", device, quick))
+        if progress:
+            progress(1, 2, "bandwidth: copy")
+        return fake_bandwidth(quick)
+
+    # Per family: (figure and clock after settling, as fractions of burst and of 1980 MHz). The
+    # figure and the SM clock fall together over the first 0.1 s, then hold.
+    settle = {"hbm": (0.994, 1755 / 1980), "fp32": (0.977, 1935 / 1980), "bf16": (0.778, 1470 / 1980)}
+    fake_telemetry = FakeTelemetry(lambda t: 1980.0)
+
+    def runner(device, family, burst, dev):
+        knobs["calls"].append(("sustain", device, family))
+        start = time.monotonic()
+        floor, clock = settle.get(family, (0.9, 0.9))
+        fake_telemetry.clock_at = lambda t: 1980.0 * (1 - (1 - clock) * min(1.0, t / 0.1))
+
+        def run_once(reps):
+            time.sleep(0.01)
+            frac = min(1.0, (time.monotonic() - start) / 0.1)
+            return burst["value"] * (1 - (1 - floor) * frac)
+        return run_once
+
+    monkeypatch.setattr(av_mod, "require_measurement", require)
+    monkeypatch.setattr(dev_mod, "device", get_device)
+    monkeypatch.setattr(dev_mod, "devices", lambda: list(knobs["devices"]))
+    monkeypatch.setattr(cb, "_nvml_state", lambda dev: dict(knobs["nvml"]))
+    monkeypatch.setattr(cb, "_measure_bandwidth", measure_bandwidth)
+    monkeypatch.setattr(cb, "_measure_compute", measure_compute)
+    monkeypatch.setattr(cb, "_sustained_runner", runner)
+    monkeypatch.setattr(telemetry, "sampling", fake_telemetry)
+    return knobs
+
+
+def test_quick_calibration_plan_and_result(fake_gpu, cache):
+    progress = []
+    cal = cb.calibrate(0, quick=True, progress=lambda d, t, s: progress.append((d, t, s)))
+    assert fake_gpu["calls"] == [("bandwidth", 0, True)] + [("compute", 0, p, True) for p in cb.QUICK_PRECISIONS]
+    assert cal["mode"] == "quick" and cal["schema_version"] == cb.SCHEMA_VERSION
+    assert cal["sustained"] is None and "sustained" not in cal["peaks"]
+    assert cal["peaks"]["burst"] == {"bandwidth_tbps": 4.312, "fp32": 65.6, "tf32": 478.1, "fp16": 951.7,
+                                     "bf16": 949.3}
+    hbm = cal["burst"]["entries"]["hbm"]
+    assert hbm["path"] == "copy" and {k: v["tbps"] for k, v in hbm["patterns"].items()} == {"read": 4.21, "copy": 4.312}
+    assert hbm["patterns"]["copy"]["buffer_bytes"] == 4 << 30
+    assert hbm["datasheet"] == 4.8 and hbm["fraction_of_datasheet"] == pytest.approx(4.312 / 4.8)
+    assert hbm["clock_derived"] == pytest.approx(4.8144, abs=1e-3)
+    assert hbm["mem_clock_mhz"] == 3201 and hbm["power_w"] == 470.0
+    bf16 = cal["burst"]["entries"]["bf16"]
+    assert bf16["path"] == "wgmma" and bf16["other_paths"] == {"mma.sync": pytest.approx(949.3 * 0.66)}
+    assert bf16["sm_clock_mhz"] == 1935.0 and bf16["telemetry"]["power_w"]["median"] == 680.0
+    assert bf16["kernel_clock_mhz"] == 1800.0
+    assert bf16["fraction_of_clock_derived_at_kernel_clock"] == pytest.approx(949.3 / (4096 * 132 * 1800e6 / 1e12))
+    row = {r["key"]: r for r in cb.summary_rows(cal)}["bf16"]
+    assert row["burst_at"] == "1935 MHz (kernel 1800), 680 W"
+    assert row["fraction_of_clock_derived"] == "90.7% (k 97.5%)"
+    assert cal["gpu"]["uuid"] == "GPU-11111111-2222-3333-4444-555555555555"
+    assert cal["driver_version"] == "570.124.06" and cal["package_version"]
+    assert cal["datasheet"]["sku"] == "H200" and cal["datasheet"]["peaks"]["bf16"] == 989.4
+    # No other process (NVML counts only us), ECC on, idle and cool at start: nothing to warn about.
+    assert cal["warnings"] == []
+    assert cal["state_at_start"]["other_compute_processes"] == 0
+    # Progress runs monotonically to the end and names each step.
+    done = [d for d, _, _ in progress]
+    assert done == sorted(done) and progress[-1][0] == pytest.approx(progress[-1][1])
+    assert any("BF16 throughput: bf16 fake: measured" in s for _, _, s in progress)
+    # What calibrate returns is what save writes and load reads.
+    assert cb.load(cb.save(cal).stem[len("calibration-"):]) == cal
+
+
+def test_full_calibration_with_sustained_phase(fake_gpu, cache, tmp_path):
+    cal = cb.calibrate(0, sustained_s=0.3)
+    assert [c for c in fake_gpu["calls"] if c[0] == "sustain"] == [("sustain", 0, f) for f in cb.SUSTAINED_FAMILIES]
+    assert [c[2] for c in fake_gpu["calls"] if c[0] == "compute"] == list(cb.FULL_PRECISIONS)
+    assert set(cal["burst"]["entries"]) == {"hbm", "l2", *cb.FULL_PRECISIONS}
+    assert cal["peaks"]["burst"]["l2_bandwidth_tbps"] == 10.94
+    sus = cal["sustained"]["entries"]
+    assert set(sus) == {"hbm", "fp32", "bf16"}
+    bf16 = sus["bf16"]
+    assert bf16["value"] == pytest.approx(949.3 * 0.778, rel=0.01)
+    assert bf16["ratio_to_burst"] == pytest.approx(0.778, rel=0.01)
+    assert bf16["sm_clock_mhz"] == 1470.0 and bf16["power_w"] == 699.0 and bf16["path"] == "wgmma"
+    assert bf16["fraction_of_clock_derived"] == pytest.approx(bf16["value"] / (4096 * 132 * 1470e6 / 1e12))
+    assert sus["hbm"]["clock_derived"] == pytest.approx(4.8144, abs=1e-3)
+    assert cal["peaks"]["sustained"] == {"bandwidth_tbps": sus["hbm"]["value"], "fp32": sus["fp32"]["value"],
+                                         "bf16": bf16["value"]}
+    # The whole thing caches, reads back for analyze, tabulates and draws.
+    cb.save(cal)
+    assert cb.cached_peaks(gpu_name="NVIDIA H200", regime="sustained")["bf16"] == bf16["value"]
+    rows = {r["key"]: r for r in cb.summary_rows(cal)}
+    assert rows["bf16"]["sustained_at"].startswith("1470 MHz, 699 W")
+    pytest.importorskip("matplotlib")
+    from roofline_ext.plot import plot_calibration
+
+    assert plot_calibration(cal, tmp_path / "full.png").stat().st_size > 50_000
+
+
+def test_sustained_zero_skips_the_phase(fake_gpu, cache):
+    cal = cb.calibrate(0, sustained_s=0)
+    assert cal["mode"] == "full" and cal["sustained"] is None
+    assert not [c for c in fake_gpu["calls"] if c[0] == "sustain"]
+
+
+def test_unsupported_precision_is_reported_not_zero(fake_gpu, cache):
+    fake_gpu["unsupported"] = {"fp8"}
+    cal = cb.calibrate(0, sustained_s=0)
+    assert "fp8" not in cal["burst"]["entries"] and "fp8" not in cal["peaks"]["burst"]
+    assert "not on this GPU" in cal["burst"]["unsupported"]["fp8"]
+
+
+def test_trust_warnings(fake_gpu, cache):
+    fake_gpu["devices"] = [fake_device(mig_mode="enabled", ecc_mode="disabled")]
+    fake_gpu["nvml"] = {"compute_processes": 3, "ecc_pending": 1, "sm_clock_mhz": 1200,
+                        "clock_event_reason_names": ["sw_thermal_slowdown"], "temperature_c": 71}
+    fake_gpu["reasons"] = ("hw_slowdown",)
+    cal = cb.calibrate(0, quick=True)
+    text = "\n".join(cal["warnings"])
+    assert "2 other process(es)" in text
+    assert "MIG is enabled" in text
+    assert "ECC is disabled" in text and "ECC mode change (disabled -> enabled) is pending" in text
+    assert "slowed down at start (sw_thermal_slowdown)" in text
+    assert "SM clock at start is 1200 MHz, below the 1980 MHz boost clock" in text
+    assert "already at 71 C" in text
+    assert "FP32 burst figure was reached under hw_slowdown" in text
+
+
+def test_clocks_that_never_reach_boost_are_flagged(fake_gpu, cache, monkeypatch):
+    real = fake_compute
+
+    def slow(precision, reasons=()):
+        r = real(precision, reasons)
+        for pr in r.precisions.values():
+            pr.best.telemetry["sm_clock_mhz"] = {"min": 1400, "median": 1410, "max": 1410}
+        return r
+    monkeypatch.setattr(sys.modules[__name__], "fake_compute", slow)
+    cal = cb.calibrate(0, quick=True)
+    assert any("never reached boost" in w and "1410 of 1980 MHz" in w for w in cal["warnings"])
+
+
+def test_calibrate_bad_index_is_a_user_error(fake_gpu):
+    with pytest.raises(UserError, match="no CUDA device 5"):
+        cb.calibrate(5, quick=True)
+
+
+def test_calibrate_without_gpu_raises_gpu_unavailable():
+    from roofline_ext.availability import availability
+
+    if availability().ok:
+        pytest.skip("a GPU is present")
+    with pytest.raises(GpuUnavailableError) as exc:
+        cb.calibrate(0, quick=True)
+    assert exc.value.exit_code == 3
+
+
+def test_sustained_hbm_runs_copy_and_compares_with_copy(fake_gpu, cache, monkeypatch):
+    import dataclasses
+
+    real = fake_bandwidth
+
+    def read_fastest(quick):
+        r = real(quick)
+        read = dataclasses.replace(r.patterns["read"], tbps_median=4.40)
+        return dataclasses.replace(r, patterns=dict(r.patterns, read=read), peak=read)
+    monkeypatch.setattr(sys.modules[__name__], "fake_bandwidth", read_fastest)
+    cal = cb.calibrate(0, sustained_s=0.3)
+    assert cal["burst"]["entries"]["hbm"]["path"] == "read" and cal["peaks"]["burst"]["bandwidth_tbps"] == 4.40
+    hbm = cal["sustained"]["entries"]["hbm"]
+    assert hbm["path"] == "copy" and hbm["burst"] == 4.312
+    assert hbm["ratio_to_burst"] == pytest.approx(0.994, rel=0.005)
+
+
+def test_non_finite_numbers_in_raw_results_become_null(fake_gpu, cache, monkeypatch):
+    real = fake_bandwidth
+
+    def with_inf(quick):
+        r = real(quick)
+        r.patterns["read"].sweep.append({"config": {}, "tbps_median": float("inf"), "cv": float("nan")})
+        return r
+    monkeypatch.setattr(sys.modules[__name__], "fake_bandwidth", with_inf)
+    cal = cb.calibrate(0, quick=True)
+    sweep = cal["raw"]["bandwidth"]["patterns"]["read"]["sweep"]
+    assert sweep[-1] == {"config": {}, "tbps_median": None, "cv": None}
+    cb.save(cal)  # strict JSON
