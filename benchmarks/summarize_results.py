@@ -17,6 +17,10 @@ def newest(pattern: str) -> dict | None:
     return json.loads(max(files, key=lambda f: f.stat().st_mtime).read_text())
 
 
+def fmt(x) -> str:
+    return "?" if x is None else f"{x:.4g}"
+
+
 def main() -> int:
     rows: list[tuple[str, str, str, str]] = []
     bw = newest("bandwidth-*.json")
@@ -42,12 +46,18 @@ def main() -> int:
             rows.append((f"{prec} ({r.get('path')})", f"{r['tflops_median']:.1f} TFLOP/s",
                          f"{peer.get('label', 'peer')} {peer['tflops_median']:.1f}" if peer else "-",
                          f"{ratio:.3f}x" if ratio else "-"))
-    for name in ("calibration-quick.json", "calibration-full.json"):
-        f = RESULTS / name
-        if f.exists():
-            cal = json.loads(f.read_text())
-            wall = cal.get("wall_s") or cal.get("duration_s")
-            rows.append((name.replace(".json", ""), f"wall {wall:.1f} s" if wall else "done", "-", "-"))
+    walls = RESULTS / "walltimes.txt"
+    if walls.exists():
+        for line in walls.read_text().splitlines():
+            label, ms = line.split()
+            budget = {"calibrate-quick": "budget 15 s", "calibrate-full": "budget 180 s"}.get(label, "-")
+            rows.append((label, f"wall {int(ms) / 1000:.1f} s (start-up included)", budget, "-"))
+    full = newest("calibration-full-*.json")
+    if full:
+        for unit, e in (full.get("sustained") or {}).get("entries", {}).items():
+            b = (full.get("burst") or {}).get("entries", {}).get(unit, {})
+            rows.append((f"sustained {unit}", f"{fmt(e.get('value'))} at {fmt(e.get('sm_clock_mhz'))} MHz, "
+                         f"{fmt(e.get('power_w'))} W", f"burst {fmt(b.get('value'))}", "-"))
     tk = newest("tasks-*.json")
     if tk:
         fr = [t["frac_measured"] for t in tk["tasks"] if t.get("frac_measured") is not None]
