@@ -173,10 +173,12 @@ void bind_telemetry(py::module_& m) {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "roofline_ext native core: GPU identity (NVML, CUDA), telemetry and timed kernels.";
-  auto core_error = py::register_exception<roofline::CoreError>(m, "CoreError", PyExc_RuntimeError);
-  py::register_exception<roofline::CudaError>(m, "CudaError", core_error.ptr());
-  py::register_exception<roofline::NvmlError>(m, "NvmlError", core_error.ptr());
-  py::register_exception<roofline::VerificationError>(m, "VerificationError", core_error.ptr());
+  // Module-local translators: found first for exceptions thrown from this module, without walking
+  // the process-global translator list that other pybind11 extensions (torch) also register into.
+  auto core_error = py::register_local_exception<roofline::CoreError>(m, "CoreError", PyExc_RuntimeError);
+  py::register_local_exception<roofline::CudaError>(m, "CudaError", core_error.ptr());
+  py::register_local_exception<roofline::NvmlError>(m, "NvmlError", core_error.ptr());
+  py::register_local_exception<roofline::VerificationError>(m, "VerificationError", core_error.ptr());
   m.attr("CUDA_COMPILED") = bool(ROOFLINE_HAVE_CUDA);
   roofline::bind_identity(m);
   roofline::bind_telemetry(m);
