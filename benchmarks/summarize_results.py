@@ -12,9 +12,12 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def newest(pattern: str) -> dict | None:
     files = [f for f in RESULTS.glob(pattern) if "harness" not in f.name and "peers" not in f.name]
-    if not files:
-        return None
-    return json.loads(max(files, key=lambda f: f.stat().st_mtime).read_text())
+    for f in sorted(files, key=lambda f: f.stat().st_mtime, reverse=True):
+        try:
+            return json.loads(f.read_text())
+        except ValueError:  # a run cut short: look at the one before
+            continue
+    return None
 
 
 def fmt(x) -> str:

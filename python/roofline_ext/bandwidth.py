@@ -45,6 +45,9 @@ def _cfg(threads: int, unroll: int, blocks_per_sm: int, load: str, store: str = 
             "store": store, "bulk_bytes": bulk_bytes}
 
 
+#: The keys of a configuration the native core accepts.
+CONFIG_KEYS = ("threads", "unroll", "blocks_per_sm", "load", "store", "bulk_bytes")
+
 # Configurations tried per pattern. blocks_per_sm=0 is a one-shot grid (one chunk of threads x
 # unroll 16-byte vectors per block, blocks dispatched in address order); a positive value asks for
 # a persistent grid of that many blocks per SM, capped by occupancy (64 = "as many as fit").
@@ -334,7 +337,9 @@ def measure_pattern(device: int, pattern: str, buffer_bytes: int, *, configs: Se
     if pattern not in PATTERNS:
         raise UserError(f"unknown bandwidth pattern {pattern!r}; choose from {', '.join(PATTERNS)}")
     _core = core()
-    cfgs = [dict(c) for c in (configs or DEFAULT_CONFIGS[pattern])]
+    # A result's reported config carries derived facts (grid, occupancy); keep what can be set, so
+    # a winning configuration can be handed straight back (the calibration's sustained phase does).
+    cfgs = [{k: v for k, v in dict(c).items() if k in CONFIG_KEYS} for c in (configs or DEFAULT_CONFIGS[pattern])]
     with _telemetry_block(device) as tel:
         rows = _core.bandwidth_run(device, pattern, int(buffer_bytes), int(reps), int(warmup), cfgs, int(seed))
     check_plausible(pattern, rows, theoretical_tbps)
@@ -349,7 +354,7 @@ def measure_l2(device: int, l2_bytes: int, *, sizes: Sequence[int] | None = None
     from ._native import core
 
     _core = core()
-    cfgs = [dict(c) for c in (configs or DEFAULT_L2_CONFIGS)]
+    cfgs = [{k: v for k, v in dict(c).items() if k in CONFIG_KEYS} for c in (configs or DEFAULT_L2_CONFIGS)]
     sizes = list(sizes or l2_working_sets(l2_bytes))
     points: list[L2Point] = []
     with _telemetry_block(device) as tel:
