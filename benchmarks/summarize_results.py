@@ -47,7 +47,7 @@ def main() -> int:
             peer = (cp["peers"].get(prec) or {}).get("best") or {}
             ratio = cp["ratios"].get(prec)
             rows.append((f"{prec} ({r.get('path')})", f"{r['tflops_median']:.1f} TFLOP/s",
-                         f"{peer.get('label', 'peer')} {peer['tflops_median']:.1f}" if peer else "-",
+                         f"{peer.get('op', 'peer')} {peer['tflops_median']:.1f}" if peer else "-",
                          f"{ratio:.3f}x" if ratio else "-"))
     walls = RESULTS / "walltimes.txt"
     if walls.exists():

@@ -40,7 +40,7 @@ def main() -> int:
         shutil.copy(f, work / f"example_{f.name}")
     out_json = work / "results.json"
     cmd = [sys.executable, "-m", "roofline_ext.cli", "analyze", str(work), "--time", "--json", str(out_json),
-           "--no-progress", "--trials", "100"]
+           "--no-progress", "--trials", "100", "--timeout", "120"]
     print("running:", " ".join(cmd), flush=True)
     rc = subprocess.run(cmd).returncode
     doc = json.loads(out_json.read_text())
