@@ -173,11 +173,18 @@ def test_scaled_dot_product_attention(tmp_path, causal):
     c = count_task(fn_task(tmp_path, f"F.scaled_dot_product_attention(q, k, v, is_causal={causal})",
                            "[torch.randn(2, 4, 128, 32) for _ in range(3)]", "q, k, v"))
     # Q K^T and P V: 2 * (B*H) * L * L * D each = 4 * 2*4 * 128*128 * 32. On fake CPU tensors this
-    # dispatches to the CPU flash kernel, which FlopCounterMode alone would count as 0. Causal masks
-    # are counted in full, as FlopCounterMode does.
-    assert c.flops == 16_777_216
-    assert c.simt_flops == 2 * 4 * 128 * 128  # the softmax: one per score
+    # dispatches to the CPU flash kernel, which FlopCounterMode alone would count as 0. A causal mask
+    # keeps L*(L+1)/2 = 8256 of the 16384 pairs: 4 * 8 * 8256 * 32 = 8_454_144.
+    assert c.flops == (8_454_144 if causal else 16_777_216)
+    assert c.simt_flops == 2 * 4 * (8256 if causal else 128 * 128)  # the softmax: one per kept score
     assert c.bytes == 4 * (2 * 4 * 128 * 32 * 4) == 524_288  # q, k, v read; o written
+
+
+def test_causal_pairs_with_unequal_lengths():
+    from roofline_ext.counting import _causal_pairs
+
+    # tril(ones(3, 5)) keeps 1 + 2 + 3; tril(ones(5, 3)) keeps 1 + 2 + 3 + 3 + 3.
+    assert _causal_pairs(3, 5) == 6 and _causal_pairs(5, 3) == 12 and _causal_pairs(4, 4) == 10
 
 
 def test_attention_written_out_matches_sdpa_flops(tmp_path):

@@ -30,8 +30,8 @@ What is counted
     multiply-add. These are the ops that run on tensor cores. Added, with the same 2·m·n·k rule, where
     ``FlopCounterMode`` has no formula but the op is a matrix product: ``mv``, ``addmv``, ``dot``,
     ``vdot``, ``addbmm`` and the CPU flash-attention kernel that fake CPU tensors dispatch to (on a GPU,
-    ``FlopCounterMode`` counts the CUDA attention kernels with the same formula). Causal attention is
-    counted in full, as ``FlopCounterMode`` does. mkldnn is switched off while counting so that RNNs
+    ``FlopCounterMode`` counts the CUDA attention kernels with the same formula). Causal attention counts
+    only the pairs the mask keeps (``FlopCounterMode`` counts the full square, which is no floor). mkldnn is switched off while counting so that RNNs
     (LSTM) decompose into matmuls that are counted, rather than one opaque mkldnn op counted as 0.
 ``simt_flops``
     Work that cannot run on tensor cores: pointwise ops, reductions, norms, softmax, pooling, …
@@ -39,7 +39,8 @@ What is counted
     scalar: 1; ``softmax``/``layer_norm`` over N elements: N). It is a lower bound (a GELU is really
     ~10 instructions, a reduction over N needs N-1 adds), which is what a floor needs. Views, copies,
     dtype casts, factories/random init and pure data movement (cat, pad, gather, index, …) count 0.
-    Attention's internal softmax counts one per score (batch·heads·Lq·Lk).
+    Attention's internal softmax counts one per score (batch·heads·Lq·Lk; with a causal mask, per
+    unmasked score).
 ``bytes``
     Compulsory traffic: every input tensor, parameter and buffer read once, every output written
     once (``input_bytes + param_bytes + output_bytes``). Tensors that share a storage (views, tied
@@ -284,13 +285,24 @@ def _addbmm_flops(self_shape, b1_shape, b2_shape, *args, out_shape=None, **kwarg
     return 2 * b * m * n * k
 
 
+def _causal_pairs(lq: int, lk: int) -> int:
+    """(query, key) pairs a causal mask keeps: torch's mask is tril(ones(Lq, Lk)), top-left aligned."""
+    full_rows = min(lq, lk)  # row i keeps i + 1 keys while i < Lk, then all Lk
+    return full_rows * (full_rows + 1) // 2 + max(0, lq - lk) * lk
+
+
 def _attention_flops(q_shape, k_shape, v_shape, *args, out_shape=None, **kwargs) -> int:
     # softmax(Q Kᵀ) V: Q Kᵀ is 2·Lq·Lk·E per (batch, head), P V is 2·Lq·Lk·Ev. Query heads set the
     # count (grouped-query attention broadcasts K/V heads). Leading dims are batch and heads.
+    # Causal: only the unmasked pairs need computing, and flash kernels do skip the masked blocks;
+    # counting the full square would put the floor above what PyTorch itself reaches (seen on the
+    # H200, 2026-11-30: a causal bf16 SDPA ran at 121% of a floor counted in full).
     batch = _prod(q_shape[:-2])
     lq, e = q_shape[-2], q_shape[-1]
     lk, ev = k_shape[-2], v_shape[-1]
-    return 2 * batch * lq * lk * e + 2 * batch * lq * lk * ev
+    is_causal = bool(args[1]) if len(args) > 1 else bool(kwargs.get("is_causal", False))
+    pairs = _causal_pairs(lq, lk) if is_causal else lq * lk
+    return 2 * batch * pairs * e + 2 * batch * pairs * ev
 
 
 def _custom_mapping() -> dict:
@@ -363,7 +375,10 @@ def _make_op_counter(tensor_core_ops, known: _StorageGroups):
                 return out
             if name in _ATTENTION_NAMES:
                 q, k = args[0], args[1]
-                self.simt[name] += _prod(q.shape[:-1]) * int(k.shape[-2])
+                causal = bool(args[4]) if len(args) > 4 else bool(kwargs.get("is_causal", False))
+                lq, lk = int(q.shape[-2]), int(k.shape[-2])
+                pairs = _causal_pairs(lq, lk) if causal else lq * lk
+                self.simt[name] += _prod(q.shape[:-2]) * pairs
             elif packet in tensor_core_ops or func.is_view or name in _NO_ARITHMETIC:
                 pass
             else:
