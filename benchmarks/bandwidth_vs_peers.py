@@ -53,16 +53,9 @@ def _sampling(device: int, enabled: bool):
 
 
 def _time_torch(torch, fn: Callable[[], Any], nbytes: int, reps: int, warmup: int) -> dict[str, Any]:
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-    for start, stop in events:
-        start.record()
-        fn()
-        stop.record()
-    torch.cuda.synchronize()
-    return _stats([s.elapsed_time(e) for s, e in events], nbytes)
+    from roofline_ext.timing import event_times_ms
+
+    return _stats(event_times_ms(fn, reps, warmup), nbytes)
 
 
 def _time_cupy(cp, fn: Callable[[], Any], nbytes: int, reps: int, warmup: int) -> dict[str, Any]:

@@ -126,16 +126,9 @@ def _summary(tel) -> dict[str, Any] | None:
 # --- peers ----------------------------------------------------------------------------------------
 
 def _time(torch, fn: Callable[[], Any], flop: float, reps: int, warmup: int) -> dict[str, Any]:
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-    for start, stop in events:
-        start.record()
-        fn()
-        stop.record()
-    torch.cuda.synchronize()
-    ms = [s.elapsed_time(e) for s, e in events]
+    from roofline_ext.timing import event_times_ms
+
+    ms = event_times_ms(fn, reps, warmup)
     med, best, mean = statistics.median(ms), min(ms), statistics.fmean(ms)
     return {"tflops_median": flop / (med * 1e-3) / 1e12, "tflops_best": flop / (best * 1e-3) / 1e12,
             "cv": statistics.stdev(ms) / mean if len(ms) > 1 else 0.0, "median_ms": med, "best_ms": best,

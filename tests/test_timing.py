@@ -28,12 +28,9 @@ def write(tmp_path, name, body):
     return p
 
 
-def test_dtype_names():
-    assert timing.torch_dtype("bf16") is torch.bfloat16
-    assert timing.torch_dtype("fp32") is torch.float32
-    assert timing.torch_dtype(None) is None
-    with pytest.raises(UserError, match="fp32, fp16 or bf16"):
-        timing.torch_dtype("fp4")
+def test_time_task_refuses_unknown_dtype_before_loading(tmp_path):
+    with pytest.raises(UserError, match="fp32, fp16, bf16"):
+        timing.time_task(write(tmp_path, "good.py", GOOD), dtype="fp4")
 
 
 def test_compare_uses_kernelbench_tolerance():

@@ -423,7 +423,7 @@ def plot_task(result: Mapping[str, Any], path: str | os.PathLike,
     subtitle = ""
     if calibration is not None:
         measured = (calibration.get("peaks") or {}).get(regime)
-        gpu_name = gpu_name or _get(calibration, "gpu", "name")
+        gpu_name = gpu_name or (calibration.get("gpu") or {}).get("name")
         subtitle = _calibration_subtitle(calibration)
     elif isinstance(roofs.get("measured"), Mapping):
         # Measured peaks handed to analyze directly: draw the two it used.

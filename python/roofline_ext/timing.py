@@ -33,20 +33,6 @@ def _torch():
     return torch
 
 
-def torch_dtype(name: str | None):
-    """'fp32'|'fp16'|'bf16' (or torch names) -> torch dtype; None stays None."""
-    if name is None:
-        return None
-    torch = _torch()
-    table = {"fp32": torch.float32, "float32": torch.float32, "fp16": torch.float16,
-             "float16": torch.float16, "half": torch.float16, "bf16": torch.bfloat16,
-             "bfloat16": torch.bfloat16}
-    try:
-        return table[str(name).replace("torch.", "")]
-    except KeyError:
-        raise UserError(f"unsupported --dtype {name!r}; choose fp32, fp16 or bf16") from None
-
-
 def _cast(obj, device, dtype):
     torch = _torch()
     if isinstance(obj, torch.Tensor):
@@ -102,6 +88,30 @@ class L2Flush:
         self.buf.fill_(0x5A5A5A5A)
 
 
+def event_times_ms(fn, reps: int, warmup: int, before=None) -> list[float]:
+    """``fn()`` timed ``reps`` times with CUDA events after ``warmup`` untimed calls, in ms.
+
+    ``before()`` (e.g. an L2 flush) runs ahead of every call, outside the events. The one timing
+    loop the package and its benchmarks share.
+    """
+    torch = _torch()
+    for _ in range(warmup):
+        if before is not None:
+            before()
+        fn()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    stops = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(reps):
+        if before is not None:
+            before()
+        starts[i].record()
+        fn()
+        stops[i].record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in zip(starts, stops)]
+
+
 def time_callable(fn, *, device: int = 0, trials: int = DEFAULT_TRIALS, warmup: int = DEFAULT_WARMUP,
                   flush: L2Flush | None = None) -> dict[str, Any]:
     """Median/mean/spread in ms of ``fn()`` over ``trials`` CUDA-event-timed runs, L2 flushed before each."""
@@ -109,19 +119,8 @@ def time_callable(fn, *, device: int = 0, trials: int = DEFAULT_TRIALS, warmup: 
     if trials < 1:
         raise UserError("--trials must be at least 1")
     flush = flush or L2Flush(device)
-    for _ in range(warmup):
-        flush()
-        fn()
-    torch.cuda.synchronize(device)
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(trials)]
-    stops = [torch.cuda.Event(enable_timing=True) for _ in range(trials)]
-    for i in range(trials):
-        flush()
-        starts[i].record()
-        fn()
-        stops[i].record()
-    torch.cuda.synchronize(device)
-    ms = [s.elapsed_time(e) for s, e in zip(starts, stops)]
+    with torch.cuda.device(device):
+        ms = event_times_ms(fn, trials, warmup, before=flush)
     srt = sorted(ms)
     mean = statistics.fmean(ms)
     return {
@@ -178,7 +177,9 @@ def time_task(path: str | Path, *, new: str | Path | None = None, dtype: str | N
     from .availability import require_measurement
     from .tasks import load_task
 
-    tdtype = torch_dtype(dtype)
+    from .counting import parse_dtype
+
+    tdtype = parse_dtype(dtype)
     # The task loads first: a file that is broken (or kills its process) is reported as such even on
     # a machine where the GPU check would fail next.
     task = load_task(path)
