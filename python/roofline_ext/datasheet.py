@@ -37,6 +37,8 @@ H200 SXM. Add a form factor or size to choose another ("A100 PCIe 40GB", "H100 P
 """
 from __future__ import annotations
 
+from typing import Any
+
 import dataclasses
 import re
 from dataclasses import dataclass
@@ -56,6 +58,14 @@ UNITS = ("fp64", "fp64_tensor", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 
 #: The SKU analysis assumes when no GPU is present.
 DEFAULT_SKU = "H100 SXM"
+
+
+def unit_peak(peaks: Any, unit: str) -> float | None:
+    """``peaks.<unit>`` for one of ``UNITS``; a ``KeyError`` naming the units for anything else.
+    Shared by the datasheet and derived records, which store one attribute per unit."""
+    if unit not in UNITS:
+        raise KeyError(f"unknown unit {unit!r}; units: {', '.join(UNITS)}")
+    return getattr(peaks, unit)
 
 
 @dataclass(frozen=True)
@@ -91,9 +101,7 @@ class DatasheetPeaks:
 
     def peak(self, unit: str) -> float | None:
         """The dense peak of ``unit`` (one of ``UNITS``) in TFLOP/s or TOPS, or None if absent."""
-        if unit not in UNITS:
-            raise KeyError(f"unknown unit {unit!r}; units: {', '.join(UNITS)}")
-        return getattr(self, unit)
+        return unit_peak(self, unit)
 
     def as_dict(self) -> dict:
         """All fields as a JSON-ready dict (``cc`` as "major.minor")."""

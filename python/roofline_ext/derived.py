@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .datasheet import UNITS
+from .datasheet import UNITS, unit_peak
 
 __all__ = [
     "DerivedPeaks",
@@ -175,9 +175,7 @@ class DerivedPeaks:
 
     def peak(self, unit: str) -> float | None:
         """The peak of ``unit`` (one of ``UNITS``) in TFLOP/s or TOPS, or None."""
-        if unit not in UNITS:
-            raise KeyError(f"unknown unit {unit!r}; units: {', '.join(UNITS)}")
-        return getattr(self, unit)
+        return unit_peak(self, unit)
 
     def as_dict(self) -> dict:
         """All fields as a JSON-ready dict."""
