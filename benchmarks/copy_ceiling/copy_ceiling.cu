@@ -77,8 +77,10 @@ __global__ void count_triad_mismatches(const uint4* b, const uint4* c, const uin
 
 // Access flavours. Loads: NcNa = read-only path without L1 allocation (the package's best copy
 // load), Cs = streaming, EvictFirst = L2 evict_first policy. Stores: Cs = streaming, EvictFirst /
-// EvictLast / EvictUnchanged = L2 policies, NoAlloc = L1::no_allocate.
-enum Flavour { NcNa, Cs, EvictFirst, EvictLast, EvictUnchanged, NoAlloc };
+// EvictLast / EvictUnchanged = L2 policies, NoAlloc = L1::no_allocate, Wt = write-through (does
+// it make L2 pass writes on to DRAM in the order they were issued, next to the reads?), Cg = L2
+// only, Volatile.
+enum Flavour { NcNa, Cs, EvictFirst, EvictLast, EvictUnchanged, NoAlloc, Wt, Cg, Volatile };
 
 template <Flavour F>
 __device__ __forceinline__ uint64_t policy() {
@@ -109,6 +111,13 @@ template <Flavour F>
 __device__ __forceinline__ void store(uint4* p, uint4 v) {
   if constexpr (F == Cs) {
     asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+  } else if constexpr (F == Wt) {
+    asm volatile("st.global.wt.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+  } else if constexpr (F == Cg) {
+    asm volatile("st.global.cg.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+  } else if constexpr (F == Volatile) {
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
   } else if constexpr (F == NoAlloc) {
     asm volatile("st.global.L1::no_allocate.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                  : "memory");
@@ -338,6 +347,9 @@ int main(int argc, char** argv) {
   x.copy("hints", "ld nc_na / st evict_unchanged", dst0, [&] { copy_one_shot<NcNa, EvictUnchanged><<<n / 256, 256>>>(src, dst0, n, 1, 0); });
   x.copy("hints", "ld nc_na / st L1::no_allocate", dst0, [&] { copy_one_shot<NcNa, NoAlloc><<<n / 256, 256>>>(src, dst0, n, 1, 0); });
   x.copy("hints", "ld cs / st cs", dst0, [&] { copy_one_shot<Cs, Cs><<<n / 256, 256>>>(src, dst0, n, 1, 0); });
+  x.copy("hints", "ld nc_na / st wt", dst0, [&] { copy_one_shot<NcNa, Wt><<<n / 256, 256>>>(src, dst0, n, 1, 0); });
+  x.copy("hints", "ld nc_na / st cg", dst0, [&] { copy_one_shot<NcNa, Cg><<<n / 256, 256>>>(src, dst0, n, 1, 0); });
+  x.copy("hints", "ld nc_na / st volatile", dst0, [&] { copy_one_shot<NcNa, Volatile><<<n / 256, 256>>>(src, dst0, n, 1, 0); });
 
   for (int s : {2, 4, 16})
     x.copy("order", std::to_string(s) + " windows far apart", dst0, [&] { copy_one_shot<NcNa, Cs><<<n / 256, 256>>>(src, dst0, n, s, 0); });
@@ -392,6 +404,7 @@ int main(int argc, char** argv) {
     triad("t1024 evict_first/cs", [&] { triad_one_shot<EvictFirst, Cs><<<n / 1024, 1024>>>(src, c, a, n); });
     triad("t1024 evict_first/evict_first", [&] { triad_one_shot<EvictFirst, EvictFirst><<<n / 1024, 1024>>>(src, c, a, n); });
     triad("t1024 nc_na/evict_last", [&] { triad_one_shot<NcNa, EvictLast><<<n / 1024, 1024>>>(src, c, a, n); });
+    triad("t1024 cs/wt", [&] { triad_one_shot<Cs, Wt><<<n / 1024, 1024>>>(src, c, a, n); });
   }
 
   std::fprintf(x.json, "\n], \"wrong_outputs\": %d}\n", x.failures);
