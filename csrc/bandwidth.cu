@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -363,26 +364,16 @@ constexpr St kStores[] = {St::Plain, St::Cs};
 // The L2 sweep must not hit in L1: only loads that skip it.
 constexpr Ld kL2Loads[] = {Ld::Cg, Ld::NcNa};
 
-constexpr bool has_unroll(int u) {
-  for (int x : kUnrolls) if (x == u) return true;
+template <typename T, std::size_t N>
+constexpr bool contains(const T (&set)[N], T v) {
+  for (const T& x : set) if (x == v) return true;
   return false;
 }
-constexpr bool has_load(Ld l) {
-  for (Ld x : kLoads) if (x == l) return true;
-  return false;
-}
-constexpr bool has_stream_load(Ld l) {
-  for (Ld x : kStreamLoads) if (x == l) return true;
-  return false;
-}
-constexpr bool has_l2_load(Ld l) {
-  for (Ld x : kL2Loads) if (x == l) return true;
-  return false;
-}
-constexpr bool has_store(St s) {
-  for (St x : kStores) if (x == s) return true;
-  return false;
-}
+constexpr bool has_unroll(int u) { return contains(kUnrolls, u); }
+constexpr bool has_load(Ld l) { return contains(kLoads, l); }
+constexpr bool has_stream_load(Ld l) { return contains(kStreamLoads, l); }
+constexpr bool has_l2_load(Ld l) { return contains(kL2Loads, l); }
+constexpr bool has_store(St s) { return contains(kStores, s); }
 
 struct LoadName { Ld ld; const char* name; };
 constexpr LoadName kLoadNames[] = {{Ld::Plain, "plain"}, {Ld::Nc, "nc"},    {Ld::NcNa, "nc_na"},
