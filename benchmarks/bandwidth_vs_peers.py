@@ -46,14 +46,14 @@ def _sampling(device: int, enabled: bool):
     if not enabled:
         return contextlib.nullcontext(None)
     try:
-        from roofline_ext.telemetry import sampling
+        from roofline_ext.device.telemetry import sampling
     except Exception:
         return contextlib.nullcontext(None)
     return sampling(device)
 
 
 def _time_torch(torch, fn: Callable[[], Any], nbytes: int, reps: int, warmup: int) -> dict[str, Any]:
-    from roofline_ext.timing import event_times_ms
+    from roofline_ext.measure.timing import event_times_ms
 
     return _stats(event_times_ms(fn, reps, warmup), nbytes)
 
@@ -222,17 +222,17 @@ def main(argv: list[str] | None = None) -> int:
                             "python": platform.python_version(), "buffer_bytes": size, "reps": args.reps,
                             "warmup": args.warmup, "device": args.device}
     if not args.peers_only:
-        from roofline_ext.availability import availability
+        from roofline_ext.device.status import availability
 
         avail = availability()
         if not avail.ok:
             print(f"bandwidth_vs_peers: no GPU to measure: {avail.reason.value}: {avail.message}")
             return 3
         from roofline_ext import __version__
-        from roofline_ext.bandwidth import measure_bandwidth
+        from roofline_ext.measure.bandwidth import measure_bandwidth
 
         info["roofline_ext"] = __version__
-        from roofline_ext.bandwidth import DEFAULT_CONFIGS
+        from roofline_ext.measure.bandwidth import DEFAULT_CONFIGS
 
         configs = None
         if args.no_bulk:

@@ -103,7 +103,7 @@ def _telemetry(device: int, native: bool):
     """Yields an object with .summary(): the package's sampler when built, else pynvml, else None."""
     if native:
         try:
-            from roofline_ext.telemetry import sampling
+            from roofline_ext.device.telemetry import sampling
 
             with sampling(device) as tel:
                 yield tel
@@ -126,7 +126,7 @@ def _summary(tel) -> dict[str, Any] | None:
 # --- peers ----------------------------------------------------------------------------------------
 
 def _time(torch, fn: Callable[[], Any], flop: float, reps: int, warmup: int) -> dict[str, Any]:
-    from roofline_ext.timing import event_times_ms
+    from roofline_ext.measure.timing import event_times_ms
 
     ms = event_times_ms(fn, reps, warmup)
     med, best, mean = statistics.median(ms), min(ms), statistics.fmean(ms)
@@ -223,7 +223,7 @@ def measure_peers(device: int, precisions: list[str], reps: int, warmup: int, qu
 # --- ours -----------------------------------------------------------------------------------------
 
 def measure_ours(device: int, precisions: list[str], reps: int, warmup: int, log) -> dict[str, Any]:
-    from roofline_ext.compute import measure_compute
+    from roofline_ext.measure.compute import measure_compute
 
     res = measure_compute(device, precisions=tuple(precisions), reps=reps, warmup=warmup,
                           progress=lambda msg: log(f"  ours {msg}"))
@@ -247,7 +247,7 @@ def _identity(device: int) -> dict[str, Any]:
         pynvml.nvmlInit()
         ident["driver"] = pynvml.nvmlSystemGetDriverVersion()
     with contextlib.suppress(Exception):
-        from roofline_ext.devices import device as get_device
+        from roofline_ext.device.listing import device as get_device
 
         d = get_device(device)
         ident.update(gpu=d.name, uuid=d.uuid, driver=getattr(d, "driver_version", ident.get("driver")))
@@ -310,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         reason = "torch sees no CUDA device"
         with contextlib.suppress(Exception):
-            from roofline_ext.availability import availability
+            from roofline_ext.device.status import availability
 
             reason = availability().message
         print(f"compute_vs_peers: no GPU: {reason}", file=sys.stderr)

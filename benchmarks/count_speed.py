@@ -532,8 +532,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     import torch  # noqa: F401  (timed apart: every run of the CLI pays it once)
 
-    from roofline_ext.analysis import analyze_batch, analyze_task, resolve_gpu
-    from roofline_ext.tasks import find_task_files
+    from roofline_ext.runner.analyze import analyze_batch, analyze_task, resolve_gpu
+    from roofline_ext.tasks.loading import find_task_files
 
     t_import = time.perf_counter() - t0
     gpu = resolve_gpu("H100")

@@ -31,9 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="+", metavar="TASK",
                     help="time only these tasks and replace their rows in today's table (after a fix)")
     args = ap.parse_args(argv)
-    from roofline_ext.availability import availability
-    from roofline_ext.devices import device
-    from roofline_ext.timing import timing_overhead_us
+    from roofline_ext.device.status import availability
+    from roofline_ext.device.listing import device
+    from roofline_ext.measure.timing import timing_overhead_us
 
     a = availability()
     if not a.ok:

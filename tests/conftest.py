@@ -15,7 +15,7 @@ def pytest_collection_modifyitems(config, items):
     gpu_items = [i for i in items if "gpu" in i.keywords]
     if not gpu_items:
         return
-    from roofline_ext.availability import availability
+    from roofline_ext.device.status import availability
 
     avail = availability()
     if avail.ok:
@@ -39,7 +39,7 @@ def _private_calibration_cache(tmp_path_factory, monkeypatch):
 
 @pytest.fixture
 def _gpu_required_but_missing():
-    from roofline_ext.availability import availability
+    from roofline_ext.device.status import availability
 
     avail = availability()
     pytest.fail(f"--require-gpu given but no GPU can be measured: {avail.reason.value}: {avail.message}")

@@ -8,9 +8,9 @@ import sys
 import pytest
 
 import roofline_ext
-import roofline_ext.availability  # noqa: F401  (the module, for _probe)
-av = sys.modules["roofline_ext.availability"]
-from roofline_ext.availability import Reason
+import roofline_ext.device.status  # noqa: F401  (the module, for _probe)
+av = sys.modules["roofline_ext.device.status"]
+from roofline_ext.device.status import Reason
 
 
 class FakeCore:
@@ -83,7 +83,7 @@ def test_native_core_is_built_with_cuda():
     # CI installs with ROOFLINE_ENABLE_CUDA=ON; a build that silently lost its CUDA part fails here.
     import os
 
-    from roofline_ext._native import core_or_none, import_error
+    from roofline_ext.device.native import core_or_none, import_error
 
     if os.environ.get("ROOFLINE_ENABLE_CUDA", "").upper() != "ON":
         pytest.skip("ROOFLINE_ENABLE_CUDA=ON not set: a host-only build is allowed")

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 import roofline_ext
-from roofline_ext.availability import Availability, Reason, availability
+from roofline_ext.device.status import Availability, Reason, availability
 from roofline_ext.errors import GpuUnavailableError, UserError
 
-bw = importlib.import_module("roofline_ext.bandwidth")
-av = sys.modules["roofline_ext.availability"]
+bw = importlib.import_module("roofline_ext.measure.bandwidth")
+av = sys.modules["roofline_ext.device.status"]
 ROOT = Path(__file__).resolve().parents[1]
 MiB, GiB = 1 << 20, 1 << 30
 
@@ -31,7 +31,7 @@ def test_no_gpu_raises_with_reason_simulated(monkeypatch):
     def no_core():
         raise AssertionError("measure_bandwidth reached the native core without a GPU")
 
-    monkeypatch.setattr(importlib.import_module("roofline_ext._native"), "core", no_core)
+    monkeypatch.setattr(importlib.import_module("roofline_ext.device.native"), "core", no_core)
     with pytest.raises(GpuUnavailableError) as info:
         roofline_ext.measure_bandwidth()
     assert info.value.availability is fake
@@ -145,7 +145,7 @@ def test_benchmark_targets_follow_the_issue():
 # --------------------------------------------------------------------------------------------------
 
 def _core():
-    from roofline_ext._native import core
+    from roofline_ext.device.native import core
 
     return core()
 
@@ -209,7 +209,7 @@ def test_bandwidth_within_theoretical_bounds_and_agrees_with_torch_copy():
 
 @pytest.mark.gpu
 def test_l2_plateau_is_reported_and_above_hbm():
-    from roofline_ext.devices import device
+    from roofline_ext.device.listing import device
 
     dev = device(0)
     l2 = bw.measure_l2(0, dev.l2_bytes, sizes=[4 * MiB, 8 * MiB, 16 * MiB, 4 * dev.l2_bytes // MiB * MiB // 2],
@@ -260,10 +260,10 @@ def _fake_gpu(monkeypatch, tbps_by_pattern, theoretical=4.815):
     fake_av = Availability(Reason.OK, "simulated GPU", {"cuda": {"count": 1}})
     monkeypatch.setattr(av, "_cached", lambda: fake_av)
     core = _FakeCore(tbps_by_pattern)
-    monkeypatch.setattr(importlib.import_module("roofline_ext._native"), "core", lambda: core)
+    monkeypatch.setattr(importlib.import_module("roofline_ext.device.native"), "core", lambda: core)
     dev = SimpleNamespace(name="Simulated H200", uuid="GPU-0000", l2_bytes=60 * MiB, memory_free_bytes=140 * GiB,
                           theoretical_bandwidth_tbps=theoretical, driver_version="580", cuda_driver_version="13.0")
-    monkeypatch.setattr(importlib.import_module("roofline_ext.devices"), "device", lambda index=0: dev)
+    monkeypatch.setattr(importlib.import_module("roofline_ext.device.listing"), "device", lambda index=0: dev)
 
     class _Tel:
         def summary(self):

@@ -17,12 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from roofline_ext import calibration as cb
-from roofline_ext.calibration import CalibrationCacheWarning
+from roofline_ext.calibration import run as cal_run
+from roofline_ext.calibration.sustained import sustain
+from roofline_ext.peaks import cache as cb
+from roofline_ext.peaks.units import ENTRY_KEYS, peak_label
+from roofline_ext.report.calibration_table import summary_rows
 from roofline_ext.errors import GpuUnavailableError, UserError
 
 DATA = Path(__file__).parent / "data" / "calibration-h200-example.json"
-PYTHON_DIR = str(Path(cb.__file__).resolve().parents[1])
+PYTHON_DIR = str(Path(cb.__file__).resolve().parents[2])
 
 
 def example(**changes) -> dict:
@@ -36,6 +39,15 @@ def cache(tmp_path, monkeypatch) -> Path:
     d = tmp_path / "cache"
     monkeypatch.setenv(cb.CACHE_ENV, str(d))
     return d
+
+
+def assert_warned(capsys, pattern):
+    """The cache said why it ignored a file: one ``roofline-ext: warning:`` line on stderr."""
+    import re
+
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith("roofline-ext: warning: ")]
+    assert len(lines) == 1 and re.search(pattern, lines[0]), err
 
 
 # --- location -----------------------------------------------------------------------------------
@@ -162,7 +174,7 @@ def test_stray_temporary_file_is_not_read(cache, recwarn):
 _SAVER = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, {python_dir!r})
-    from roofline_ext import calibration as cb
+    from roofline_ext.peaks import cache as cb
     cal = json.load(open({data!r}))
     tag = sys.argv[1]
     # A big, distinct payload per writer: an interleaved write would be detected.
@@ -223,16 +235,15 @@ def test_save_waits_for_the_lock(cache, tmp_path):
 
 # --- corrupt and old files ----------------------------------------------------------------------
 
-def test_corrupt_file_is_ignored_with_a_warning_naming_it(cache):
+def test_corrupt_file_is_ignored_with_a_warning_naming_it(cache, capsys):
     uuid = example()["gpu"]["uuid"]
     path = cb.cache_path(uuid)
     cache.mkdir(parents=True)
     path.write_text('{"schema_version": 1, "gpu": {"uuid": "GPU-')  # truncated
-    with pytest.warns(CalibrationCacheWarning, match=r"corrupt JSON") as rec:
-        assert cb.load(uuid) is None
-    assert str(path) in str(rec[0].message)
-    with pytest.warns(CalibrationCacheWarning, match="corrupt"):
-        assert cb.cached_peaks(gpu_name="NVIDIA H200") is None
+    assert cb.load(uuid) is None
+    assert_warned(capsys, r"corrupt JSON")
+    assert cb.cached_peaks(gpu_name="NVIDIA H200") is None
+    assert_warned(capsys, "corrupt")
     # A fresh calibration replaces it.
     cb.save(example())
     assert cb.load(uuid) is not None
@@ -243,33 +254,33 @@ def test_corrupt_file_is_ignored_with_a_warning_naming_it(cache):
     (lambda c: c.update(schema_version=cb.SCHEMA_VERSION + 1), "schema version"),
     (lambda c: c.pop("schema_version"), "schema version None"),
     (lambda c: c.pop("peaks"), "no peaks.burst"),
-    (lambda c: c["peaks"]["burst"].update(fp32="fast"), "not a positive number"),
+    (lambda c: c["peaks"]["burst"].update(fp32="fast"), "not a finite positive number"),
 ])
-def test_old_or_malformed_schema_is_ignored_with_a_warning(cache, mutate, match):
+def test_old_or_malformed_schema_is_ignored_with_a_warning(cache, mutate, match, capsys):
     cal = example()
     uuid = cal["gpu"]["uuid"]
     mutate(cal)
     cache.mkdir(parents=True)
     cb.cache_path(uuid).write_text(json.dumps(cal))
-    with pytest.warns(CalibrationCacheWarning, match=match):
-        assert cb.load(uuid) is None
-    with pytest.warns(CalibrationCacheWarning, match=match):
-        assert cb.list_cached() == []
+    assert cb.load(uuid) is None
+    assert_warned(capsys, match)
+    assert cb.list_cached() == []
+    assert_warned(capsys, match)
 
 
-def test_file_of_another_gpu_under_this_uuid_is_ignored(cache):
+def test_file_of_another_gpu_under_this_uuid_is_ignored(cache, capsys):
     cal = example()
     cache.mkdir(parents=True)
     cb.cache_path("GPU-other").write_text(json.dumps(cal))
-    with pytest.warns(CalibrationCacheWarning, match="belongs to"):
-        assert cb.load("GPU-other") is None
+    assert cb.load("GPU-other") is None
+    assert_warned(capsys, "belongs to")
 
 
-def test_non_object_json_is_ignored(cache):
+def test_non_object_json_is_ignored(cache, capsys):
     cache.mkdir(parents=True)
     cb.cache_path("GPU-x").write_text("[1, 2, 3]")
-    with pytest.warns(CalibrationCacheWarning, match="not a JSON object"):
-        assert cb.load("GPU-x") is None
+    assert cb.load("GPU-x") is None
+    assert_warned(capsys, "not a JSON object")
 
 
 # --- lookup -------------------------------------------------------------------------------------
@@ -299,13 +310,13 @@ def test_cached_peaks_by_uuid_and_regime(cache):
         cb.cached_peaks(uuid=uuid, regime="peak")
 
 
-def test_quick_calibration_has_no_sustained_peaks(cache):
+def test_quick_calibration_has_no_sustained_peaks(cache, capsys):
     cal = example(mode="quick", sustained=None)
     del cal["peaks"]["sustained"]
     cb.save(cal)
     assert cb.cached_peaks(gpu_name="H200")["fp32"] == 65.6
-    with pytest.warns(CalibrationCacheWarning, match="no sustained figures"):
-        assert cb.cached_peaks(gpu_name="H200", regime="sustained") is None
+    assert cb.cached_peaks(gpu_name="H200", regime="sustained") is None
+    assert_warned(capsys, "no sustained figures")
 
 
 def test_newest_calibration_of_a_name_wins(cache):
@@ -322,7 +333,7 @@ def test_newest_calibration_of_a_name_wins(cache):
 
 def test_cached_peaks_are_accepted_by_roofline(cache):
     """The mapping goes straight into roofline(measured=...): every key must be one it knows."""
-    from roofline_ext.roofline import roofline
+    from roofline_ext.model.floors import roofline
 
     cb.save(example())
     for regime in ("burst", "sustained"):
@@ -335,22 +346,22 @@ def test_cached_peaks_are_accepted_by_roofline(cache):
 # --- presenting ---------------------------------------------------------------------------------
 
 def test_summary_rows_show_burst_and_sustained_side_by_side():
-    rows = {r["key"]: r for r in cb.summary_rows(example())}
-    assert list(rows) == list(cb.ENTRY_ORDER)
+    rows = {r["key"]: r for r in summary_rows(example())}
+    assert list(rows) == list(ENTRY_KEYS)
     bf16 = rows["bf16"]
     assert bf16["burst"].startswith("949.3") and bf16["sustained"].startswith("738.4 (78%)")
     assert bf16["sustained_at"] == "1470 MHz, 699 W" and bf16["path"] == "wgmma"
     assert rows["hbm"]["burst_at"].startswith("mem 3201 MHz")
     assert rows["hbm"]["fraction_of_datasheet"] == "89.8%"
     assert rows["l2"]["fraction_of_datasheet"] is None
-    assert cb.peak_label("int8") == "INT8 (TOP/s)" and cb.peak_label("bandwidth_tbps") == "HBM (TB/s)"
+    assert peak_label("int8") == "INT8 (TOP/s)" and peak_label("bandwidth_tbps") == "HBM (TB/s)"
 
 
 def test_summary_rows_say_why_a_unit_is_unsupported():
     cal = example()
     del cal["burst"]["entries"]["fp8"]
     cal["burst"]["unsupported"] = {"fp8": "no FP8 tensor cores before Ada/Hopper"}
-    rows = {r["key"]: r for r in cb.summary_rows(cal)}
+    rows = {r["key"]: r for r in summary_rows(cal)}
     assert rows["fp8"]["burst"] == "unsupported" and "Ada" in rows["fp8"]["path"]
 
 
@@ -397,13 +408,10 @@ def fake_clock(seconds, floor=1470.0):
 
 
 @pytest.mark.parametrize("settles", [True, False])
-def test_sustained_figure_is_taken_once_clocks_settle(monkeypatch, settles):
-    from roofline_ext import telemetry
-
+def test_sustained_figure_is_taken_once_clocks_settle(settles):
     seconds = 0.6
     clock = fake_clock(seconds) if settles else (lambda t: 1980.0 - 800.0 * t / seconds)
     fake = FakeTelemetry(clock)
-    monkeypatch.setattr(telemetry, "sampling", fake)
     t0 = time.monotonic()
     calls = []
 
@@ -413,7 +421,7 @@ def test_sustained_figure_is_taken_once_clocks_settle(monkeypatch, settles):
         return 949.3 * clock(time.monotonic() - t0) / 1980.0  # the figure follows the clock
 
     reported = []
-    s = cb._sustain(run_once, seconds, 0, reported.append)
+    s = sustain(run_once, seconds, fake(0), reported.append)
     assert s["duration_s"] >= seconds and s["iterations"] == len(calls) >= 10
     assert reported[-1] >= 1.0 and reported == sorted(reported)
     lo, hi = s["window_s"]
@@ -446,7 +454,7 @@ def telemetry_summary(sm=1980.0, mem=3201.0, power=650.0, temp=45.0, reasons=())
 
 
 def fake_device(index=0, uuid="GPU-11111111-2222-3333-4444-555555555555", **changes):
-    from roofline_ext.devices import Device
+    from roofline_ext.device.listing import Device
 
     fields = dict(
         index=index, nvml_index=index, name="NVIDIA H200", uuid=uuid, pci_bus_id=f"00000000:{index + 0x19:02x}:00.0",
@@ -461,7 +469,7 @@ def fake_device(index=0, uuid="GPU-11111111-2222-3333-4444-555555555555", **chan
 
 
 def fake_bandwidth(quick):
-    from roofline_ext import bandwidth as bwm
+    from roofline_ext.measure import bandwidth as bwm
 
     def pattern(name, tbps, buffers):
         cfg = {"threads": 256, "unroll": 8, "blocks_per_sm": 0, "load": "nc_na", "store": "plain", "bulk_bytes": 0}
@@ -491,7 +499,7 @@ _RATES = {"fp64": (128, 32.9, "simt", "fma.rn.f64"), "fp32": (256, 65.6, "simt",
 
 
 def fake_compute(precision, reasons=()):
-    from roofline_ext import compute as cm
+    from roofline_ext.measure import compute as cm
 
     rate, value, path, instr = _RATES[precision]
     sm = 1980.0 if path == "simt" else 1935.0
@@ -512,59 +520,59 @@ def fake_compute(precision, reasons=()):
                             precisions={precision: cm.PrecisionResult(precision, best.unit, "ok", None, best, paths)})
 
 
-@pytest.fixture
-def fake_gpu(monkeypatch):
-    """Installs a fake H200 (index 0) and returns a dict of knobs the test may change first."""
-    import importlib
-
-    from roofline_ext import telemetry
-    from roofline_ext.availability import Availability, Reason
-
-    # The modules, not the functions of the same names that the package exports lazily.
-    av_mod = importlib.import_module("roofline_ext.availability")
-    dev_mod = importlib.import_module("roofline_ext.devices")
-
-    knobs = {"devices": [fake_device()], "nvml": {"compute_processes": 1, "ecc_pending": 1,
-                                                   "clock_event_reason_names": ["gpu_idle"],
-                                                   "sm_clock_mhz": 345, "temperature_c": 30},
-             "calls": [], "reasons": (), "unsupported": set()}
-    ok = Availability(Reason.OK, "ok", {"cuda": {"count": 2}})
-
-    def require(device=0):
-        if not any(d.index == device for d in knobs["devices"]):
-            raise UserError(f"no CUDA device {device}")
-        return ok
-
-    def get_device(index=0):
-        return next(d for d in knobs["devices"] if d.index == index)
-
-    def measure_compute(device, precision, *, quick, progress=None):
-        knobs["calls"].append(("compute", device, precision, quick))
-        if progress:
-            progress(f"{precision} fake: measured")
-        if precision in knobs["unsupported"]:
-            from roofline_ext import compute as cm
-
-            r = cm.PathResult(precision, "wgmma", "unsupported", reason="not on this GPU")
-            return cm.ComputeResult({}, "", {}, {precision: cm.summarize_precision(precision, {"wgmma": r})})
-        return fake_compute(precision, knobs["reasons"])
-
-    def measure_bandwidth(device, *, quick, progress=None):
-        knobs["calls"].append(("bandwidth", device, quick))
-        if progress:
-            progress(1, 2, "bandwidth: copy")
-        return fake_bandwidth(quick)
+class FakeBackend:
+    """A fake H200 behind the calibration's backend interface (see calibration/backend.py): the
+    measurement calls return results of the real types with realistic figures, and are recorded."""
 
     # Per family: (figure and clock after settling, as fractions of burst and of 1980 MHz). The
     # figure and the SM clock fall together over the first 0.1 s, then hold.
-    settle = {"hbm": (0.994, 1755 / 1980), "fp32": (0.977, 1935 / 1980), "bf16": (0.778, 1470 / 1980)}
-    fake_telemetry = FakeTelemetry(lambda t: 1980.0)
+    SETTLE = {"hbm": (0.994, 1755 / 1980), "fp32": (0.977, 1935 / 1980), "bf16": (0.778, 1470 / 1980)}
 
-    def runner(device, family, burst, dev):
-        knobs["calls"].append(("sustain", device, family))
+    def __init__(self, knobs):
+        self.knobs = knobs
+        self.telemetry = FakeTelemetry(lambda t: 1980.0)
+
+    def require(self, device=0):
+        from roofline_ext.device.status import Availability, Reason
+
+        if not any(d.index == device for d in self.knobs["devices"]):
+            raise UserError(f"no CUDA device {device}")
+        return Availability(Reason.OK, "ok", {"cuda": {"count": 2}})
+
+    def device(self, index=0):
+        return next(d for d in self.knobs["devices"] if d.index == index)
+
+    def nvml_state(self, dev):
+        return dict(self.knobs["nvml"])
+
+    def build_info(self):
+        return {"cuda_runtime_version": 13000}
+
+    def sampling(self, device):
+        return self.telemetry(device)
+
+    def measure_compute(self, device, precision, *, quick, progress=None):
+        self.knobs["calls"].append(("compute", device, precision, quick))
+        if progress:
+            progress(f"{precision} fake: measured")
+        if precision in self.knobs["unsupported"]:
+            from roofline_ext.measure import compute as cm
+
+            r = cm.PathResult(precision, "wgmma", "unsupported", reason="not on this GPU")
+            return cm.ComputeResult({}, "", {}, {precision: cm.summarize_precision(precision, {"wgmma": r})})
+        return self.knobs["fake_compute"](precision, self.knobs["reasons"])
+
+    def measure_bandwidth(self, device, *, quick, progress=None):
+        self.knobs["calls"].append(("bandwidth", device, quick))
+        if progress:
+            progress(1, 2, "bandwidth: copy")
+        return self.knobs["fake_bandwidth"](quick)
+
+    def sustained_runner(self, device, family, burst, dev):
+        self.knobs["calls"].append(("sustain", device, family))
         start = time.monotonic()
-        floor, clock = settle.get(family, (0.9, 0.9))
-        fake_telemetry.clock_at = lambda t: 1980.0 * (1 - (1 - clock) * min(1.0, t / 0.1))
+        floor, clock = self.SETTLE.get(family, (0.9, 0.9))
+        self.telemetry.clock_at = lambda t: 1980.0 * (1 - (1 - clock) * min(1.0, t / 0.1))
 
         def run_once(reps):
             time.sleep(0.01)
@@ -572,21 +580,39 @@ def fake_gpu(monkeypatch):
             return burst["value"] * (1 - (1 - floor) * frac)
         return run_once
 
-    monkeypatch.setattr(av_mod, "require_measurement", require)
-    monkeypatch.setattr(dev_mod, "device", get_device)
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """A fake H200 (index 0): returns a dict of knobs the test may change first, with
+    ``knobs["calibrate"]``, ``calibrate`` bound to the fake backend.
+
+    The CLI cannot be handed a backend, so for the CLI tests the one seam ``calibration.run.
+    NativeBackend`` yields the fake, and the device layer's listing answers with the fake devices.
+    """
+    import importlib
+
+    knobs = {"devices": [fake_device()], "nvml": {"compute_processes": 1, "ecc_pending": 1,
+                                                   "clock_event_reason_names": ["gpu_idle"],
+                                                   "sm_clock_mhz": 345, "temperature_c": 30},
+             "calls": [], "reasons": (), "unsupported": set(),
+             "fake_compute": fake_compute, "fake_bandwidth": fake_bandwidth}
+    backend = FakeBackend(knobs)
+    knobs["backend"] = backend
+    knobs["calibrate"] = lambda *a, **kw: cal_run.calibrate(*a, backend=backend, **kw)
+    monkeypatch.setattr(cal_run, "NativeBackend", lambda: backend)
+    # The CLI lists devices and checks availability itself (for --device all).
+    av_mod = importlib.import_module("roofline_ext.device.status")
+    dev_mod = importlib.import_module("roofline_ext.device.listing")
+    monkeypatch.setattr(av_mod, "require_measurement", backend.require)
     monkeypatch.setattr(dev_mod, "devices", lambda: list(knobs["devices"]))
-    monkeypatch.setattr(cb, "_nvml_state", lambda dev: dict(knobs["nvml"]))
-    monkeypatch.setattr(cb, "_measure_bandwidth", measure_bandwidth)
-    monkeypatch.setattr(cb, "_measure_compute", measure_compute)
-    monkeypatch.setattr(cb, "_sustained_runner", runner)
-    monkeypatch.setattr(telemetry, "sampling", fake_telemetry)
+    monkeypatch.setattr(dev_mod, "device", backend.device)
     return knobs
 
 
 def test_quick_calibration_plan_and_result(fake_gpu, cache):
     progress = []
-    cal = cb.calibrate(0, quick=True, progress=lambda d, t, s: progress.append((d, t, s)))
-    assert fake_gpu["calls"] == [("bandwidth", 0, True)] + [("compute", 0, p, True) for p in cb.QUICK_PRECISIONS]
+    cal = fake_gpu["calibrate"](0, quick=True, progress=lambda d, t, s: progress.append((d, t, s)))
+    assert fake_gpu["calls"] == [("bandwidth", 0, True)] + [("compute", 0, p, True) for p in cal_run.QUICK_PRECISIONS]
     assert cal["mode"] == "quick" and cal["schema_version"] == cb.SCHEMA_VERSION
     assert cal["sustained"] is None and "sustained" not in cal["peaks"]
     assert cal["peaks"]["burst"] == {"bandwidth_tbps": 4.312, "fp32": 65.6, "tf32": 478.1, "fp16": 951.7,
@@ -602,7 +628,7 @@ def test_quick_calibration_plan_and_result(fake_gpu, cache):
     assert bf16["sm_clock_mhz"] == 1935.0 and bf16["telemetry"]["power_w"]["median"] == 680.0
     assert bf16["kernel_clock_mhz"] == 1800.0
     assert bf16["fraction_of_clock_derived_at_kernel_clock"] == pytest.approx(949.3 / (4096 * 132 * 1800e6 / 1e12))
-    row = {r["key"]: r for r in cb.summary_rows(cal)}["bf16"]
+    row = {r["key"]: r for r in summary_rows(cal)}["bf16"]
     assert row["burst_at"] == "1935 MHz (kernel 1800), 680 W"
     assert row["fraction_of_clock_derived"] == "90.7% (k 97.5%)"
     assert cal["gpu"]["uuid"] == "GPU-11111111-2222-3333-4444-555555555555"
@@ -616,14 +642,17 @@ def test_quick_calibration_plan_and_result(fake_gpu, cache):
     assert done == sorted(done) and progress[-1][0] == pytest.approx(progress[-1][1])
     assert any("BF16 throughput: bf16 fake: measured" in s for _, _, s in progress)
     # What calibrate returns is what save writes and load reads.
-    assert cb.load(cb.save(cal).stem[len("calibration-"):]) == cal
+    # The raw sweeps go beside it, so the file every analyze parses stays small.
+    uuid = cb.save(cal).stem[len("calibration-"):]
+    assert cb.load(uuid) == {k: v for k, v in cal.items() if k != "raw"}
+    assert json.loads(cb.raw_path(uuid).read_text())["raw"] == cal["raw"]
 
 
 def test_full_calibration_with_sustained_phase(fake_gpu, cache, tmp_path):
-    cal = cb.calibrate(0, sustained_s=0.3)
-    assert [c for c in fake_gpu["calls"] if c[0] == "sustain"] == [("sustain", 0, f) for f in cb.SUSTAINED_FAMILIES]
-    assert [c[2] for c in fake_gpu["calls"] if c[0] == "compute"] == list(cb.FULL_PRECISIONS)
-    assert set(cal["burst"]["entries"]) == {"hbm", "l2", *cb.FULL_PRECISIONS}
+    cal = fake_gpu["calibrate"](0, sustained_s=0.3)
+    assert [c for c in fake_gpu["calls"] if c[0] == "sustain"] == [("sustain", 0, f) for f in cal_run.SUSTAINED_FAMILIES]
+    assert [c[2] for c in fake_gpu["calls"] if c[0] == "compute"] == list(cal_run.FULL_PRECISIONS)
+    assert set(cal["burst"]["entries"]) == {"hbm", "l2", *cal_run.FULL_PRECISIONS}
     assert cal["peaks"]["burst"]["l2_bandwidth_tbps"] == 10.94
     sus = cal["sustained"]["entries"]
     assert set(sus) == {"hbm", "fp32", "bf16"}
@@ -638,23 +667,23 @@ def test_full_calibration_with_sustained_phase(fake_gpu, cache, tmp_path):
     # The whole thing caches, reads back for analyze, tabulates and draws.
     cb.save(cal)
     assert cb.cached_peaks(gpu_name="NVIDIA H200", regime="sustained")["bf16"] == bf16["value"]
-    rows = {r["key"]: r for r in cb.summary_rows(cal)}
+    rows = {r["key"]: r for r in summary_rows(cal)}
     assert rows["bf16"]["sustained_at"].startswith("1470 MHz, 699 W")
     pytest.importorskip("matplotlib")
-    from roofline_ext.plot import plot_calibration
+    from roofline_ext.report.charts import plot_calibration
 
     assert plot_calibration(cal, tmp_path / "full.png").stat().st_size > 50_000
 
 
 def test_sustained_zero_skips_the_phase(fake_gpu, cache):
-    cal = cb.calibrate(0, sustained_s=0)
+    cal = fake_gpu["calibrate"](0, sustained_s=0)
     assert cal["mode"] == "full" and cal["sustained"] is None
     assert not [c for c in fake_gpu["calls"] if c[0] == "sustain"]
 
 
 def test_unsupported_precision_is_reported_not_zero(fake_gpu, cache):
     fake_gpu["unsupported"] = {"fp8"}
-    cal = cb.calibrate(0, sustained_s=0)
+    cal = fake_gpu["calibrate"](0, sustained_s=0)
     assert "fp8" not in cal["burst"]["entries"] and "fp8" not in cal["peaks"]["burst"]
     assert "not on this GPU" in cal["burst"]["unsupported"]["fp8"]
 
@@ -664,7 +693,7 @@ def test_trust_warnings(fake_gpu, cache):
     fake_gpu["nvml"] = {"compute_processes": 3, "ecc_pending": 1, "sm_clock_mhz": 1200,
                         "clock_event_reason_names": ["sw_thermal_slowdown"], "temperature_c": 71}
     fake_gpu["reasons"] = ("hw_slowdown",)
-    cal = cb.calibrate(0, quick=True)
+    cal = fake_gpu["calibrate"](0, quick=True)
     text = "\n".join(cal["warnings"])
     assert "2 other process(es)" in text
     assert "MIG is enabled" in text
@@ -683,23 +712,23 @@ def test_clocks_that_never_reach_boost_are_flagged(fake_gpu, cache, monkeypatch)
         for pr in r.precisions.values():
             pr.best.telemetry["sm_clock_mhz"] = {"min": 1400, "median": 1410, "max": 1410}
         return r
-    monkeypatch.setattr(sys.modules[__name__], "fake_compute", slow)
-    cal = cb.calibrate(0, quick=True)
+    fake_gpu["fake_compute"] = slow
+    cal = fake_gpu["calibrate"](0, quick=True)
     assert any("never reached boost" in w and "1410 of 1980 MHz" in w for w in cal["warnings"])
 
 
 def test_calibrate_bad_index_is_a_user_error(fake_gpu):
     with pytest.raises(UserError, match="no CUDA device 5"):
-        cb.calibrate(5, quick=True)
+        fake_gpu["calibrate"](5, quick=True)
 
 
 def test_calibrate_without_gpu_raises_gpu_unavailable():
-    from roofline_ext.availability import availability
+    from roofline_ext.device.status import availability
 
     if availability().ok:
         pytest.skip("a GPU is present")
     with pytest.raises(GpuUnavailableError) as exc:
-        cb.calibrate(0, quick=True)
+        cal_run.calibrate(0, quick=True)
     assert exc.value.exit_code == 3
 
 
@@ -712,8 +741,8 @@ def test_sustained_hbm_runs_copy_and_compares_with_copy(fake_gpu, cache, monkeyp
         r = real(quick)
         read = dataclasses.replace(r.patterns["read"], tbps_median=4.40)
         return dataclasses.replace(r, patterns=dict(r.patterns, read=read), peak=read)
-    monkeypatch.setattr(sys.modules[__name__], "fake_bandwidth", read_fastest)
-    cal = cb.calibrate(0, sustained_s=0.3)
+    fake_gpu["fake_bandwidth"] = read_fastest
+    cal = fake_gpu["calibrate"](0, sustained_s=0.3)
     assert cal["burst"]["entries"]["hbm"]["path"] == "read" and cal["peaks"]["burst"]["bandwidth_tbps"] == 4.40
     hbm = cal["sustained"]["entries"]["hbm"]
     assert hbm["path"] == "copy" and hbm["burst"] == 4.312
@@ -727,8 +756,8 @@ def test_non_finite_numbers_in_raw_results_become_null(fake_gpu, cache, monkeypa
         r = real(quick)
         r.patterns["read"].sweep.append({"config": {}, "tbps_median": float("inf"), "cv": float("nan")})
         return r
-    monkeypatch.setattr(sys.modules[__name__], "fake_bandwidth", with_inf)
-    cal = cb.calibrate(0, quick=True)
+    fake_gpu["fake_bandwidth"] = with_inf
+    cal = fake_gpu["calibrate"](0, quick=True)
     sweep = cal["raw"]["bandwidth"]["patterns"]["read"]["sweep"]
     assert sweep[-1] == {"config": {}, "tbps_median": None, "cv": None}
     cb.save(cal)  # strict JSON

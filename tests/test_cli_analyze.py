@@ -14,10 +14,12 @@ from types import SimpleNamespace
 import pytest
 import torch  # noqa: F401  (counting needs it; CI has it: no silent skip)
 
-import roofline_ext.analysis as analysis
-import roofline_ext.commands.analyze as analyze_cmd
+import roofline_ext.model.gpu as gpu_mod
+import roofline_ext.runner.analyze as analysis
+from roofline_ext.report.writers import ResultsWriter
+import roofline_ext.cli.commands.analyze as analyze_cmd
 from roofline_ext.cli import main
-from roofline_ext.datasheet import DEFAULT_SKU, known_names, lookup
+from roofline_ext.peaks.datasheet import DEFAULT_SKU, known_names, lookup
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -72,7 +74,7 @@ def write(folder: Path, name: str, body: str) -> Path:
 @pytest.fixture(autouse=True)
 def no_gpu_no_cache(monkeypatch):
     """A machine without a GPU and without calibrations, whatever machine runs the tests."""
-    monkeypatch.setattr(analysis, "local_device", lambda: None)
+    monkeypatch.setattr(gpu_mod, "local_device", lambda: None)
     monkeypatch.setattr(analyze_cmd, "_measured_peaks_for", lambda gpu, regime: None)
 
 
@@ -184,7 +186,7 @@ def test_missing_target(tmp_path, capsys):
 def test_local_gpu_is_the_default(tmp_path, capsys, monkeypatch):
     h200 = SimpleNamespace(name="NVIDIA H200", index=0, uuid="GPU-test", cc_major=9, cc_minor=0, sm_count=132,
                            max_sm_clock_mhz=1980, max_mem_clock_mhz=3201, memory_bus_width_bits=6016)
-    monkeypatch.setattr(analysis, "local_device", lambda: h200)
+    monkeypatch.setattr(gpu_mod, "local_device", lambda: h200)
     p = write(tmp_path, "mm.py", MATMUL)
     rc, out, err = run(capsys, p, "--json")
     d = json.loads(out)
@@ -212,17 +214,8 @@ def test_measured_peaks_hook(tmp_path, capsys, monkeypatch):
     assert d["regime"] == "sustained"
 
 
-def test_measured_hook_without_calibration_module(monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_calibration(name, globals=None, locals=None, fromlist=(), level=0):
-        if name.endswith("calibration") or (level and fromlist and "cached_peaks" in fromlist):
-            raise ImportError("no calibration here")
-        return real_import(name, globals, locals, fromlist, level)
-
-    monkeypatch.setattr(builtins, "__import__", no_calibration)
+def test_measured_hook_with_an_empty_cache_is_none():
+    # The conftest gives every test an empty cache of its own: no calibration, no measured roof.
     assert analysis.measured_peaks_for("NVIDIA H100", "burst") is None
 
 
@@ -329,7 +322,7 @@ def test_analyze_batch_api_isolates_failures(tmp_path):
     folder = tmp_path / "level"
     make_batch(folder)
     seen = []
-    writer = analysis.ResultsWriter(tmp_path / "api.json")
+    writer = ResultsWriter(tmp_path / "api.json")
     results = analysis.analyze_batch(sorted(folder.glob("*.py")), "H100", progress=False, writer=writer,
                                      measured=None, analyze=lambda p, *a, **k: seen.append(p.name)
                                      or analysis.analyze_task(p, *a, **k))

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from roofline_ext import calibration as cb
-from roofline_ext.availability import availability
+from roofline_ext.calibration.run import calibrate
+from roofline_ext.peaks import cache as cb
+from roofline_ext.device.status import availability
 from roofline_ext.cli import main
 
 DATA = Path(__file__).parent / "data" / "calibration-h200-example.json"
@@ -133,7 +134,7 @@ def test_calibrate_api_without_gpu_raises():
     from roofline_ext.errors import GpuUnavailableError
 
     with pytest.raises(GpuUnavailableError):
-        cb.calibrate(0, quick=True)
+        calibrate(0, quick=True)
 
 
 # --- argument checks (before anything is measured) ------------------------------------------------

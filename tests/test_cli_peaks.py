@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from roofline_ext.cli import main
-from roofline_ext.datasheet import all_skus, known_names
+from roofline_ext.peaks.datasheet import all_skus, known_names
 
 
 def test_table_lists_every_sku(capsys):

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from roofline_ext import cli, timed_analysis
-from roofline_ext.availability import availability
+from roofline_ext import cli
+from roofline_ext.runner import timed as timed_analysis
+from roofline_ext.device.status import availability
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -49,7 +50,7 @@ def _fake_timing(t_ref, t_new=None, ok=True):
 
 def test_timed_result_has_fractions_of_every_roof(monkeypatch):
     # softmax example: 8192 x 8192 float32 in and out = 536.9 MB; H200 datasheet 4.8 TB/s -> 0.1118 ms.
-    monkeypatch.setattr("roofline_ext.isolation.run_isolated", lambda kw, timeout_s: _fake_timing(0.2, 0.125))
+    monkeypatch.setattr("roofline_ext.runner.isolation.run_isolated", lambda kw, timeout_s: _fake_timing(0.2, 0.125))
     measured = {"bandwidth_tbps": 4.6, "fp32": 60.0, "tf32": 450.0, "fp16": 900.0, "bf16": 900.0}
     r = timed_analysis.analyze_and_time(EXAMPLES / "softmax.py", "H200", measured=measured)
     ds, me = r["roofs"]["datasheet"], r["roofs"]["measured"]
@@ -62,7 +63,7 @@ def test_timed_result_has_fractions_of_every_roof(monkeypatch):
 
 
 def test_time_below_floor_is_flagged(monkeypatch):
-    monkeypatch.setattr("roofline_ext.isolation.run_isolated", lambda kw, timeout_s: _fake_timing(0.05))
+    monkeypatch.setattr("roofline_ext.runner.isolation.run_isolated", lambda kw, timeout_s: _fake_timing(0.05))
     r = timed_analysis.analyze_and_time(EXAMPLES / "softmax.py", "H200", measured=None)
     assert r["impossible"] is True
     assert any("below a floor" in n for n in r["notes"])
@@ -70,7 +71,7 @@ def test_time_below_floor_is_flagged(monkeypatch):
 
 
 def test_incorrect_candidate_is_said(monkeypatch):
-    monkeypatch.setattr("roofline_ext.isolation.run_isolated",
+    monkeypatch.setattr("roofline_ext.runner.isolation.run_isolated",
                         lambda kw, timeout_s: _fake_timing(0.2, 0.1, ok=False))
     r = timed_analysis.analyze_and_time(EXAMPLES / "softmax.py", "H200", measured=None)
     assert r["correct"] is False and any("INCORRECT" in n for n in r["notes"])
@@ -86,10 +87,10 @@ def test_batch_goes_on_past_a_crashed_timing(monkeypatch, tmp_path):
             return {"ok": False, "kind": "crash", "error": "worker killed by SIGSEGV"}
         return _fake_timing(0.2)
 
-    monkeypatch.setattr("roofline_ext.isolation.run_isolated", fake)
+    monkeypatch.setattr("roofline_ext.runner.isolation.run_isolated", fake)
     import sys
 
-    monkeypatch.setattr(sys.modules["roofline_ext.availability"], "require_measurement", lambda device=0: None)
+    monkeypatch.setattr(sys.modules["roofline_ext.device.status"], "require_measurement", lambda device=0: None)
     out = tmp_path / "out.json"
     rc = cli.main(["analyze", str(tmp_path), "--time", "--json", str(out), "--no-progress", "--gpu", "H200"])
     doc = json.loads(out.read_text())

@@ -1,4 +1,4 @@
-"""Compute roofs (roofline_ext.compute and the _core.compute_* kernels).
+"""Compute roofs (roofline_ext.measure.compute and the _core.compute_* kernels).
 
 CPU tests: the no-GPU error, the path planning and unsupported-precision report (from fake
 capability dicts), fractions and the clock-derived bound (with a fake core). GPU tests (marked
@@ -12,12 +12,12 @@ import importlib
 
 import pytest
 
-from roofline_ext import compute
-from roofline_ext.availability import Availability, Reason
+from roofline_ext.measure import compute
+from roofline_ext.device.status import Availability, Reason
 from roofline_ext.errors import GpuUnavailableError, UserError
 
 # The module, not the function of the same name that the package exports lazily.
-availability_mod = importlib.import_module("roofline_ext.availability")
+availability_mod = importlib.import_module("roofline_ext.device.status")
 
 H200 = {"device": 0, "name": "NVIDIA H200", "cc_major": 9, "cc_minor": 0, "sm_count": 132,
         "max_sm_clock_mhz": 1980.0, "shared_mem_per_block_optin": 232448}
@@ -163,8 +163,8 @@ def fake(monkeypatch):
     def install(facts, rates, clock=1755.0, kernel_clock=1600.0):
         core = FakeCore(facts, rates, kernel_clock)
         monkeypatch.setattr(availability_mod, "require_measurement", lambda device=0: None)
-        native = importlib.import_module("roofline_ext._native")
-        telemetry = importlib.import_module("roofline_ext.telemetry")
+        native = importlib.import_module("roofline_ext.device.native")
+        telemetry = importlib.import_module("roofline_ext.device.telemetry")
 
         monkeypatch.setattr(native, "core", lambda: core)
 
@@ -223,7 +223,7 @@ def test_bad_arguments(fake):
 # --- on a GPU -------------------------------------------------------------------------------------
 
 def _gpu_core():
-    from roofline_ext._native import core
+    from roofline_ext.device.native import core
 
     return core()
 

@@ -15,8 +15,8 @@ import time
 import pytest
 import torch
 
-import roofline_ext.counting as counting
-from roofline_ext.counting import count_task, parse_dtype
+import roofline_ext.tasks.counting as counting
+from roofline_ext.tasks.counting import count_task, parse_dtype
 from roofline_ext.errors import UserError
 
 
@@ -181,7 +181,7 @@ def test_scaled_dot_product_attention(tmp_path, causal):
 
 
 def test_causal_pairs_with_unequal_lengths():
-    from roofline_ext.counting import _causal_pairs
+    from roofline_ext.tasks.counting import _causal_pairs
 
     # tril(ones(3, 5)) keeps 1 + 2 + 3; tril(ones(5, 3)) keeps 1 + 2 + 3 + 3 + 3.
     assert _causal_pairs(3, 5) == 6 and _causal_pairs(5, 3) == 12 and _causal_pairs(4, 4) == 10
@@ -551,8 +551,8 @@ def test_ten_gigabytes_of_inputs_count_instantly_without_allocating(tmp_path):
 
 
 def test_importing_the_package_does_not_import_torch():
-    code = ("import sys, roofline_ext, roofline_ext.tasks, roofline_ext.counting, roofline_ext.analysis, "
-            "roofline_ext.commands.analyze; assert 'torch' not in sys.modules, 'torch imported'")
+    code = ("import sys, roofline_ext, roofline_ext.tasks.loading, roofline_ext.tasks.counting, roofline_ext.runner.analyze, "
+            "roofline_ext.cli.commands.analyze; assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

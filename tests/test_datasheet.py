@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from roofline_ext import datasheet
-from roofline_ext.datasheet import DEFAULT_SKU, UNITS, DatasheetPeaks, all_skus, known_names, lookup
-from roofline_ext.derived import derived_peaks
+from roofline_ext.peaks import datasheet
+from roofline_ext.peaks.datasheet import DEFAULT_SKU, UNITS, DatasheetPeaks, all_skus, known_names, lookup
+from roofline_ext.peaks.derived import derived_peaks
 
 # Device names exactly as NVML / torch.cuda.get_device_name() report them -> the SKU they are.
 REAL_DEVICE_NAMES = {

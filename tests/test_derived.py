@@ -5,8 +5,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from roofline_ext import derived
-from roofline_ext.derived import (
+from roofline_ext.peaks import derived
+from roofline_ext.peaks.derived import (
     DerivedPeaks,
     clock_derived_bandwidth,
     clock_derived_peak,

@@ -10,7 +10,7 @@ import time
 import pytest
 
 import roofline_ext
-from roofline_ext.devices import normalize_bus_id
+from roofline_ext.device.listing import normalize_bus_id
 
 pytestmark = pytest.mark.gpu
 
@@ -71,7 +71,7 @@ def test_info_cli_json_on_gpu():
 
 def test_telemetry_sampler_sees_clocks_under_load():
     torch = pytest.importorskip("torch")
-    from roofline_ext.telemetry import sampling
+    from roofline_ext.device.telemetry import sampling
 
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     with sampling(0, interval_ms=20) as tel:

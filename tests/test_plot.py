@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from roofline_ext import plot  # noqa: E402
+from roofline_ext.report import charts as plot  # noqa: E402
 from roofline_ext.errors import UserError  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "calibration-h200-example.json"
@@ -138,13 +138,28 @@ def test_task_chart_with_calibration(tmp_path):
     assert "TF32" not in text  # only the ceilings that bind a BF16 task
 
 
-def test_task_chart_finds_the_cached_calibration(tmp_path, monkeypatch):
-    from roofline_ext import calibration as cb
+def test_task_chart_draws_this_cards_calibration_found_by_uuid(tmp_path, monkeypatch):
+    """Two cards of one model: the chart gets the calibration of the card analyzed (by UUID), never
+    the newest one of the same name."""
+    from types import SimpleNamespace
+
+    from roofline_ext.model.gpu import GpuChoice
+    from roofline_ext.peaks import cache as cb
+    from roofline_ext.runner.analyze import calibration_for
 
     monkeypatch.setenv(cb.CACHE_ENV, str(tmp_path / "cache"))
-    cb.save(example())
-    text = plot.plot_task(analysis_result(), tmp_path / "task.svg").read_text()
-    assert "GPU-00000000-fixture" in text and "952 measured" in text
+    mine = example()
+    other = example()
+    other["date"] = "2099-01-01T00:00:00+00:00"  # newer, same model, another card
+    other["gpu"] = dict(other["gpu"], uuid="GPU-other-card")
+    other["peaks"]["burst"]["bf16"] = 500.0
+    cb.save(mine)
+    cb.save(other)
+    card = SimpleNamespace(uuid=mine["gpu"]["uuid"], name="NVIDIA H200")
+    cal = calibration_for(GpuChoice("NVIDIA H200", None, card, "local"))
+    assert cal["gpu"]["uuid"] == mine["gpu"]["uuid"]
+    text = plot.plot_task(analysis_result(), tmp_path / "task.svg", cal).read_text()
+    assert "GPU-00000000-fixture" in text and "952 measured" in text and "500 measured" not in text
 
 
 def test_task_chart_datasheet_only_untimed(tmp_path):

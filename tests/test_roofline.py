@@ -6,13 +6,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from roofline_ext.datasheet import lookup
-from roofline_ext.derived import derived_peaks
+from roofline_ext.peaks.datasheet import lookup
+from roofline_ext.peaks.derived import derived_peaks
 from roofline_ext.errors import UserError
-from roofline_ext.roofline import (
+from roofline_ext.report.text import describe
+from roofline_ext.model.floors import (
     IMPOSSIBLE_MESSAGE,
     compute_unit_for_dtype,
-    describe,
     floor,
     roofline,
 )
@@ -225,6 +225,10 @@ def test_package_level_names():
     import roofline_ext
 
     assert roofline_ext.roofline is roofline and roofline_ext.describe is describe
+    # Importing a subpackage never shadows a public function (no module shares a public name).
+    import roofline_ext.model.floors  # noqa: F401
+
+    assert roofline_ext.roofline is roofline
     assert roofline_ext.lookup("NVIDIA H200").name == "H200"
     assert roofline_ext.derived_peaks(9, 0, 132, 1980).fp32 == pytest.approx(66.90816)
 
@@ -382,6 +386,6 @@ def test_floor_needs_a_peak_for_nonzero_work():
 
 def test_public_functions_have_docstrings():
     # importlib: the package exposes the name ``roofline`` as the function, not the module.
-    roofline_module = importlib.import_module("roofline_ext.roofline")
+    roofline_module = importlib.import_module("roofline_ext.model.floors")
     for obj in (roofline_module, roofline, describe, floor, compute_unit_for_dtype):
         assert obj.__doc__ and len(obj.__doc__.strip()) > 40

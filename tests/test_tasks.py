@@ -8,9 +8,9 @@ import textwrap
 import pytest
 import torch  # noqa: F401  (tasks import it; CI has it: no silent skip)
 
-from roofline_ext.counting import count_task
+from roofline_ext.tasks.counting import count_task
 from roofline_ext.errors import UserError
-from roofline_ext.tasks import Task, TaskError, find_task_files, load_task
+from roofline_ext.tasks.loading import Task, TaskError, find_task_files, load_task
 
 GOOD = """
 import torch

@@ -6,9 +6,10 @@ import textwrap
 import pytest
 import torch
 
-from roofline_ext import timing
+from roofline_ext.measure import timing
+from roofline_ext.runner import task_timing
 from roofline_ext.errors import UserError
-from roofline_ext.isolation import run_isolated
+from roofline_ext.runner.isolation import run_isolated
 
 GOOD = """
 import torch
@@ -30,20 +31,20 @@ def write(tmp_path, name, body):
 
 def test_time_task_refuses_unknown_dtype_before_loading(tmp_path):
     with pytest.raises(UserError, match="fp32, fp16, bf16"):
-        timing.time_task(write(tmp_path, "good.py", GOOD), dtype="fp4")
+        task_timing.time_task(write(tmp_path, "good.py", GOOD), dtype="fp4")
 
 
 def test_compare_uses_kernelbench_tolerance():
     a = torch.ones(100)
-    assert timing.compare(a, a + 5e-5, 1e-4)["ok"]
-    bad = timing.compare(a, a + 5e-3, 1e-4)
+    assert task_timing.compare(a, a + 5e-5, 1e-4)["ok"]
+    bad = task_timing.compare(a, a + 5e-3, 1e-4)
     assert not bad["ok"] and "atol=rtol=0.0001" in bad["reason"]
-    assert timing.compare(a, a + 5e-3, 1e-2)["ok"]
-    assert not timing.compare(a, torch.ones(99), 1e-2)["ok"]
+    assert task_timing.compare(a, a + 5e-3, 1e-2)["ok"]
+    assert not task_timing.compare(a, torch.ones(99), 1e-2)["ok"]
     nan = a.clone()
     nan[3] = float("nan")
-    assert not timing.compare(a, nan, 1e-2)["ok"]
-    assert not timing.compare((a, a), a, 1e-2)["ok"]
+    assert not task_timing.compare(a, nan, 1e-2)["ok"]
+    assert not task_timing.compare((a, a), a, 1e-2)["ok"]
 
 
 def test_isolated_worker_reports_broken_file(tmp_path):
@@ -67,7 +68,7 @@ def test_isolated_worker_times_out_a_hang(tmp_path):
 
 
 def test_isolated_worker_without_gpu_says_why(tmp_path):
-    from roofline_ext.availability import availability
+    from roofline_ext.device.status import availability
 
     if availability().ok:
         pytest.skip("this machine has a GPU")
@@ -84,11 +85,11 @@ def test_timing_overhead_under_5us():
 @pytest.mark.gpu
 def test_known_floor_task_fraction_between_0_and_1(tmp_path):
     # y = x * 2 on 256 Mi float32: compulsory bytes = 1 GiB read + 1 GiB written, no tensor FLOPs.
-    from roofline_ext.devices import device
+    from roofline_ext.device.listing import device
 
     body = GOOD.replace("torch.randn(1024)", "torch.randn(256 * 1024 * 1024)")
     p = write(tmp_path, "scale.py", body)
-    r = timing.time_task(p, trials=20, warmup=3)
+    r = task_timing.time_task(p, trials=20, warmup=3)
     d = device(0)
     floor_ms = 2 * 2**30 / (d.theoretical_bandwidth_tbps * 1e12) * 1e3
     frac = floor_ms / r["t_ref_ms"]
@@ -103,12 +104,12 @@ def test_candidate_checked_and_timed(tmp_path):
         def forward(self, x):
             return x + x
     """)
-    r = timing.time_task(write(tmp_path, "cand.py", body), trials=10, warmup=2)
+    r = task_timing.time_task(write(tmp_path, "cand.py", body), trials=10, warmup=2)
     assert r["correctness"]["ok"] and r["t_new_ms"] > 0 and r["speedup"] > 0
     wrong = GOOD + textwrap.dedent("""
     class ModelNew(torch.nn.Module):
         def forward(self, x):
             return x * 2.01
     """)
-    r = timing.time_task(write(tmp_path, "wrong.py", wrong), trials=5, warmup=1)
+    r = task_timing.time_task(write(tmp_path, "wrong.py", wrong), trials=5, warmup=1)
     assert r["correctness"]["ok"] is False

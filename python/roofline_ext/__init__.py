@@ -3,32 +3,39 @@
 Nothing here touches CUDA or NVML at import time: the package imports on a machine with no GPU,
 no driver and no CUDA build. Device work starts at the first call that needs it, and the public
 names below are resolved lazily so that ``import roofline_ext`` stays cheap (no torch either).
+
+The subpackages follow the data flow, lowest layer first (docs/architecture.md):
+``peaks`` → ``device`` → ``measure`` → ``calibration`` → ``tasks`` → ``model`` → ``report`` →
+``runner`` → ``cli``. No public name here shares its name with a module, so importing a
+subpackage never shadows a function.
 """
 from __future__ import annotations
 
 import importlib
-import sys
-import types
+from typing import Any
 
-__version__ = "0.1.0"
+from ._version import __version__
 
-# public name -> module that defines it
+# public name -> module (relative to this package) that defines it
 _EXPORTS = {
-    "availability": "availability",
-    "Availability": "availability",
-    "Reason": "availability",
-    "devices": "devices",
-    "Device": "devices",
-    "lookup": "datasheet",
-    "DatasheetPeaks": "datasheet",
-    "derived_peaks": "derived",
-    "roofline": "roofline",
-    "describe": "roofline",
-    "load_task": "tasks",
-    "count_task": "counting",
-    "measure_bandwidth": "bandwidth",
-    "measure_compute": "compute",
-    "calibrate": "calibration",
+    "availability": "device.status",
+    "Availability": "device.status",
+    "Reason": "device.status",
+    "devices": "device.listing",
+    "Device": "device.listing",
+    "lookup": "peaks.datasheet",
+    "DatasheetPeaks": "peaks.datasheet",
+    "derived_peaks": "peaks.derived",
+    "MeasuredPeaks": "peaks.measured",
+    "roofline": "model.floors",
+    "RooflineResult": "model.results",
+    "describe": "report.text",
+    "load_task": "tasks.loading",
+    "count_task": "tasks.counting",
+    "measure_bandwidth": "measure.bandwidth",
+    "measure_compute": "measure.compute",
+    "calibrate": "calibration.run",
+    "analyze_task": "runner.analyze",
     "RooflineError": "errors",
     "UserError": "errors",
     "GpuUnavailableError": "errors",
@@ -37,7 +44,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'roofline_ext' has no attribute {name!r}")
@@ -46,25 +53,5 @@ def __getattr__(name: str):
     return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return __all__
-
-
-class _Package(types.ModuleType):
-    """Keeps the public functions when a submodule of the same name is imported.
-
-    ``roofline_ext.availability`` is a function living in ``roofline_ext/availability.py`` (likewise
-    ``devices``, ``roofline``). Importing a submodule makes Python set the package attribute of that
-    name to the module object, which would turn ``roofline_ext.availability()`` into "module is not
-    callable". Exported names therefore always resolve to the function.
-    """
-
-    def __setattr__(self, name: str, value) -> None:
-        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == name:
-            # Drop any stale cached function so __getattr__ resolves it afresh from the module.
-            self.__dict__.pop(name, None)
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

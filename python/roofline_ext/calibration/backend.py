@@ -1,0 +1,126 @@
+"""What a calibration measures with: an object, so tests hand in a small fake instead of patching.
+
+:class:`NativeBackend` is the real one: the device layer for identity and state, the measurement
+layer's verified kernels for every figure. Burst figures are exactly what ``measure_bandwidth`` /
+``measure_compute`` report (same functions, same policy), so a calibration and a standalone
+measurement agree; only how often and how long they run differs.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, ContextManager, Mapping, Protocol
+
+from ..device.listing import device as get_device
+from ..device.native import core_or_none
+from ..device.status import Availability, require_measurement
+from ..device.telemetry import sampling
+
+#: Quick mode: the two patterns that give the HBM peak on every GPU measured so far, fewer reps.
+_QUICK_PATTERNS = ("read", "copy")
+
+
+
+
+class Backend(Protocol):
+    """The calls a calibration makes; see :class:`NativeBackend` for what each returns."""
+
+    def require(self, device: int) -> Availability: ...
+    def device(self, index: int) -> Any: ...
+    def nvml_state(self, dev: Any) -> dict[str, Any]: ...
+    def build_info(self) -> dict[str, Any]: ...
+    def sampling(self, device: int) -> ContextManager[Any]: ...
+    def measure_bandwidth(self, device: int, *, quick: bool,
+                          progress: Callable[[float, float, str], None] | None = None) -> Any: ...
+    def measure_compute(self, device: int, precision: str, *, quick: bool,
+                        progress: Callable[[str], None] | None = None) -> Any: ...
+    def sustained_runner(self, device: int, family: str, burst: Mapping[str, Any], dev: Any) -> Callable[[int], Any]: ...
+
+
+class NativeBackend:
+    """The native core, through the device and measurement layers."""
+
+    def require(self, device: int) -> Availability:
+        return require_measurement(device)
+
+    def device(self, index: int) -> Any:
+        return get_device(index)
+
+    def nvml_state(self, dev: Any) -> dict[str, Any]:
+        """A fresh NVML reading of the device (clocks, power, reasons, processes); {} without NVML."""
+        from ..device.native import core_or_none
+
+        core = core_or_none()
+        if core is None or not getattr(dev, "pci_bus_id", None):
+            return {}
+        try:
+            return dict(core.nvml_device_by_pci_bus_id(dev.pci_bus_id))
+        except Exception:  # NVML unavailable: the warnings that need it are simply not given
+            return {}
+
+    def build_info(self) -> dict[str, Any]:
+        core = core_or_none()
+        try:
+            return dict(core.build_info()) if core is not None else {}
+        except Exception:  # identity only; the measurements already proved the core works
+            return {}
+
+    def sampling(self, device: int) -> ContextManager[Any]:
+        return sampling(device)
+
+    def measure_bandwidth(self, device: int, *, quick: bool,
+                          progress: Callable[[float, float, str], None] | None = None) -> Any:
+        from ..measure.bandwidth import measure_bandwidth
+
+        if quick:
+            return measure_bandwidth(device, patterns=_QUICK_PATTERNS, reps=15, warmup=3, l2=False,
+                                     progress=progress)
+        return measure_bandwidth(device, l2=True, progress=progress)
+
+    def measure_compute(self, device: int, precision: str, *, quick: bool,
+                        progress: Callable[[str], None] | None = None) -> Any:
+        """One precision, every path that can run it (the best path's median is the roof)."""
+        from ..measure.compute import measure_compute
+
+        if quick:
+            # Fewer repetitions and a shorter idle before each path keep the quick run within ~15 s;
+            # the kernels, their sizing and their verification are the standalone ones.
+            return measure_compute(device, precisions=(precision,), reps=12, warmup=3, cooldown_s=0.2,
+                                   progress=progress)
+        return measure_compute(device, precisions=(precision,), progress=progress)
+
+    def sustained_runner(self, device: int, family: str, burst: Mapping[str, Any], dev: Any) -> Callable[[int], Any]:
+        """``run_once(reps) -> figure`` for one unit family: the burst winner's kernel and configuration,
+        called with the measurement modules' own functions (so every call is verified again)."""
+        if family == "hbm":
+            from ..measure.bandwidth import measure_pattern
+
+            pattern, config, size = burst["path"], dict(burst["config"]), int(burst["buffer_bytes"])
+            theoretical = dev.theoretical_bandwidth_tbps
+
+            def run_hbm(reps: int) -> float:
+                return measure_pattern(device, pattern, size, configs=[config], reps=reps, warmup=1,
+                                       theoretical_tbps=theoretical).tbps_median
+            return run_hbm
+        if family == "l2":
+            from ..measure.bandwidth import measure_l2
+
+            config, ws = dict(burst["config"]), int(burst["working_set_bytes"])
+
+            def run_l2(reps: int) -> float:
+                return measure_l2(device, dev.l2_bytes, sizes=[ws], configs=[config], reps=reps,
+                                  warmup=1).plateau.tbps_median
+            return run_l2
+
+        from ..device.native import core
+        from ..measure.compute import measure_path
+
+        _core = core()
+        facts = _core.compute_device(device)
+        path, config = burst["path"], dict(burst["config"])
+        # Fixed loop trips (the burst run's), so every call runs the same kernel without re-sizing it.
+        iterations = int((burst.get("launch") or {}).get("iterations") or 0)
+
+        def run_compute(reps: int) -> tuple[float, float | None]:
+            r = measure_path(device, family, path, config, reps=reps, warmup=1, iterations=iterations,
+                             cooldown_s=0.0, _core=_core, _device=facts)
+            return r.tflops_median, r.kernel_clock_mhz
+        return run_compute

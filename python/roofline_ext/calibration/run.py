@@ -1,0 +1,433 @@
+"""Calibration: the measured peaks of one GPU, burst and sustained, and their cache.
+
+A calibration is one JSON-able dict (``calibrate()`` makes it, ``save()`` caches it) holding
+
+- who: the GPU's name, UUID, bus id, compute capability, SMs, clocks, power limit, MIG and ECC
+  state; the driver, the CUDA versions, the package version, the date and ``schema_version``;
+- ``burst``: HBM bandwidth, the L2 plateau and every precision, each as an *entry* (value, best,
+  CV, path, the telemetry it was reached at, the datasheet and clock-derived figures and the
+  fractions of both), measured on a card at boost clocks;
+- ``sustained`` (full calibrations only): each unit family (HBM, the SIMT pipes, the tensor cores)
+  run back to back for ``sustained_s`` seconds, the figure taken once clocks settled, with the SM
+  clock, memory clock, power and temperature it was reached at;
+- ``peaks``: ``{"burst": {...}, "sustained": {...}}``, the flat mapping ``roofline(measured=...)``
+  takes (``bandwidth_tbps``, ``l2_bandwidth_tbps`` in TB/s; ``fp32`` ... ``int8`` in TFLOP/s or TOPS);
+- ``warnings``: every reason the figures may not be trusted (other processes, clocks not at boost,
+  slowdown reasons, MIG, ECC), one sentence each.
+
+The cache holds one file per GPU UUID in the user cache directory, so that every later roofline on
+that card (``analyze``, the Python API) shows the measured roofs next to the datasheet's. Files are
+written atomically (temporary file in the same directory, fsync, ``os.replace``) under an exclusive
+lock, so two calibrations finishing together leave one complete file, never a mix. A file that
+does not parse, or that an older/newer schema wrote, is ignored with a warning naming it: a stale
+cache must never silently change a floor.
+
+The measured figures come from ``bandwidth.py`` and ``compute.py`` (the same verified kernels for
+burst and sustained); this module only plans the runs, reads telemetry and decides what to keep.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import math
+import time
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from ..peaks.cache import SCHEMA_VERSION
+from ..peaks.datasheet import lookup
+from ..peaks.derived import clock_derived_bandwidth, clock_derived_peak
+from ..peaks.units import ENTRY_KEYS, UNITS, peak_key, short_label
+from .backend import Backend, NativeBackend
+from .sustained import median_of, sustain
+from .trust import entry_warnings, start_warnings
+
+__all__ = ["calibrate", "DEFAULT_SUSTAINED_S", "SUSTAINED_FAMILIES", "QUICK_PRECISIONS", "FULL_PRECISIONS"]
+
+#: What a quick calibration measures: HBM and the precisions most kernels are bound by.
+QUICK_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+#: What a full calibration measures in its burst phase.
+FULL_PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+#: Unit families of the sustained phase: the memory system, the SIMT pipes, the tensor cores. BF16
+#: stands for the tensor cores because it is the precision most training runs at and the one that
+#: draws the most power per SM (docs/measuring.md: 1980 -> ~1470 MHz at 700 W on an H200).
+SUSTAINED_FAMILIES = ("hbm", "fp32", "bf16")
+DEFAULT_SUSTAINED_S = 30.0
+
+
+def _now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+class _Steps:
+    """Drives the caller's ``progress(done, total, description)`` from planned step weights.
+
+    Weights are rough seconds, so the bar moves at about the speed of the wall clock; a step may
+    report partial progress (the sustained phase does, once per call).
+    """
+
+    def __init__(self, progress: Callable[[float, float, str], None] | None, total: float, prefix: str):
+        self.progress = progress
+        self.total = max(total, 1e-9)
+        self.done = 0.0
+        self.prefix = prefix
+
+    def report(self, description: str, partial: float = 0.0) -> None:
+        if self.progress is not None:
+            self.progress(min(self.done + partial, self.total), self.total, f"{self.prefix}{description}")
+
+    @contextlib.contextmanager
+    def step(self, description: str, weight: float) -> Iterator[Callable[..., None]]:
+        """Yields ``update(fraction, detail=None)`` for progress within the step."""
+        self.report(description)
+
+        def update(fraction: float, detail: str | None = None) -> None:
+            text = f"{description}: {detail}" if detail else description
+            self.report(text, weight * min(max(fraction, 0.0), 1.0))
+
+        yield update
+        self.done += weight
+        self.report(description)
+
+
+def _state(backend: Backend, dev: Any) -> dict[str, Any]:
+    nv = backend.nvml_state(dev)
+
+    def pick(nv_key: str, attr: str, scale: float = 1.0):
+        v = nv.get(nv_key)
+        if v is not None:
+            return v * scale if scale != 1.0 else v
+        return getattr(dev, attr, None)
+
+    procs = nv.get("compute_processes", getattr(dev, "compute_processes", None))
+    return {
+        "sm_clock_mhz": pick("sm_clock_mhz", "sm_clock_mhz"),
+        "mem_clock_mhz": pick("mem_clock_mhz", "mem_clock_mhz"),
+        "temperature_c": pick("temperature_c", "temperature_c"),
+        "power_draw_w": pick("power_draw_mw", "power_draw_w", 1e-3),
+        "clock_event_reasons": nv.get("clock_event_reason_names", getattr(dev, "clock_event_reasons", None)),
+        # This process holds a CUDA context on the device by now (device identification creates
+        # one), and NVML counts it: everyone else is the count minus one.
+        "other_compute_processes": None if procs is None else max(0, int(procs) - 1),
+        "ecc_pending": None if nv.get("ecc_pending") is None else ("enabled" if nv["ecc_pending"] else "disabled"),
+    }
+
+
+def _identity(dev: Any) -> dict[str, Any]:
+    return {
+        "index": dev.index,
+        "name": dev.name,
+        "uuid": dev.uuid,
+        "pci_bus_id": dev.pci_bus_id,
+        "compute_capability": f"{dev.cc_major}.{dev.cc_minor}",
+        "architecture": dev.architecture,
+        "sm_count": dev.sm_count,
+        "l2_bytes": dev.l2_bytes,
+        "memory_total_bytes": dev.memory_total_bytes,
+        "memory_bus_width_bits": dev.memory_bus_width_bits,
+        "max_sm_clock_mhz": dev.max_sm_clock_mhz,
+        "max_mem_clock_mhz": dev.max_mem_clock_mhz,
+        "power_limit_w": dev.power_limit_w,
+        "mig_mode": dev.mig_mode,
+        "ecc_mode": dev.ecc_mode,
+    }
+
+
+# --- adapters to the measurement modules ----------------------------------------------------------
+# Burst figures are exactly what bandwidth.py / compute.py report (same functions, same policy), so
+# a calibration and a standalone measurement agree; only how often and how long they run differs.
+
+def _telemetry_fields(tel: Mapping[str, Any] | None) -> dict[str, Any]:
+    tel = tel or {}
+    return {"sm_clock_mhz": median_of(tel.get("sm_clock_mhz")),
+            "mem_clock_mhz": median_of(tel.get("mem_clock_mhz")),
+            "power_w": median_of(tel.get("power_w")),
+            "telemetry": tel or None}
+
+
+def _config_text(cfg: Mapping[str, Any]) -> str:
+    bits = [f"{cfg.get('threads')} threads x unroll {cfg.get('unroll')}"]
+    if cfg.get("blocks_per_sm"):
+        bits.append(f"persistent grid ({cfg.get('blocks_per_sm')}/SM requested)")
+    if cfg.get("load"):
+        bits.append(f"{cfg['load']} loads")
+    if cfg.get("store") and cfg.get("store") != "plain":
+        bits.append(f"{cfg['store']} stores")
+    if cfg.get("bulk_bytes"):
+        bits.append(f"bulk {cfg['bulk_bytes']} B")
+    return ", ".join(bits)
+
+
+def _bandwidth_entries(bw: Any, dev: Any, sheet: Any) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    peak = bw.peak
+    fields = _telemetry_fields(peak.telemetry)
+    mem = fields["mem_clock_mhz"] or dev.max_mem_clock_mhz
+    derived = clock_derived_bandwidth(mem, dev.memory_bus_width_bits)
+    ds = sheet.bandwidth_tbps if sheet is not None else None
+    out["hbm"] = {
+        "label": "HBM", "unit": "TB/s",
+        "value": peak.tbps_median, "best": peak.tbps_best, "cv": peak.cv,
+        "path": peak.pattern,
+        "detail": f"{peak.pattern}, {peak.buffer_bytes / 2**30:.2f} GiB per buffer, {_config_text(peak.config)}",
+        "config": dict(peak.config), "reps": peak.reps, "bytes_per_launch": peak.bytes_per_launch,
+        "buffer_bytes": peak.buffer_bytes,
+        "datasheet": ds, "fraction_of_datasheet": peak.tbps_median / ds if ds else None,
+        "clock_derived": derived, "fraction_of_clock_derived": peak.tbps_median / derived if derived else None,
+        "patterns": {name: {"tbps": r.tbps_median, "cv": r.cv, "config": dict(r.config),
+                            "buffer_bytes": r.buffer_bytes} for name, r in bw.patterns.items()},
+        **fields,
+    }
+    if bw.l2 is not None:
+        plateau = bw.l2.plateau
+        out["l2"] = {
+            "label": "L2", "unit": "TB/s",
+            "value": plateau.tbps_median, "best": plateau.tbps_best, "cv": plateau.cv,
+            "path": "l2_read",
+            "detail": f"reads of a {plateau.working_set_bytes / 2**20:.0f} MiB working set "
+                      f"(L2 {bw.l2.l2_bytes / 2**20:.0f} MiB), {_config_text(plateau.config)}",
+            "config": dict(plateau.config), "reps": plateau.reps,
+            "working_set_bytes": plateau.working_set_bytes,
+            # Neither NVIDIA nor the device attributes give an L2 bandwidth to compare with.
+            "datasheet": None, "fraction_of_datasheet": None,
+            "clock_derived": None, "fraction_of_clock_derived": None,
+            **_telemetry_fields(bw.l2.telemetry),
+        }
+    return out
+
+
+def _compute_entries(comp: Any, dev: Any, sheet: Any) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    entries: dict[str, dict[str, Any]] = {}
+    unsupported: dict[str, str] = {}
+    for prec, r in comp.precisions.items():
+        best = r.best
+        if r.status != "ok" or best is None:
+            unsupported[prec] = str(r.reason or "unsupported")
+            continue
+        tel = best.telemetry or {}
+        others = {}
+        for path, pr in r.paths.items():
+            if path != best.path:
+                others[path] = pr.tflops_median if pr.ok else f"unsupported: {pr.reason}"
+        # compute.py looks the datasheet up by the device name too; fill in if it could not.
+        datasheet = best.datasheet or (sheet.peak(prec) if sheet is not None else None)
+        detail = best.instruction or best.path
+        if best.config:
+            detail += " (" + ", ".join(f"{k}={v}" for k, v in best.config.items()) + ")"
+        entries[prec] = {
+            "label": short_label(prec), "unit": best.unit,
+            "value": best.tflops_median, "best": best.tflops_best, "cv": best.cv,
+            "path": best.path, "detail": detail, "instruction": best.instruction,
+            "config": dict(best.config), "launch": dict(best.launch), "reps": best.reps,
+            "datasheet": datasheet, "fraction_of_datasheet": best.tflops_median / datasheet if datasheet else None,
+            "clock_derived": best.clock_derived_peak,
+            "fraction_of_clock_derived": best.fraction_of_clock_derived,
+            "kernel_clock_mhz": best.kernel_clock_mhz,
+            "fraction_of_clock_derived_at_kernel_clock": best.fraction_of_clock_derived_at_kernel_clock,
+            "other_paths": others,
+            **_telemetry_fields(tel),
+        }
+        # compute.py reads the SM clock the same way; keep its figure if telemetry had none.
+        entries[prec]["sm_clock_mhz"] = entries[prec]["sm_clock_mhz"] or best.sm_clock_mhz
+    return entries, unsupported
+
+
+#: The pattern the sustained HBM phase runs when it was measured: copy is verified on the GPU by a
+#: spot check, while read's checksum is recomputed on the host for every call (about a second for
+#: 4 GiB), time in which the card would idle and cool, flattering the sustained figure.
+_SUSTAINED_HBM_PATTERN = "copy"
+
+
+def _hbm_for_sustain(hbm: Mapping[str, Any]) -> dict[str, Any]:
+    """The HBM entry re-pointed at the pattern the sustained phase runs (see above), with that
+    pattern's own burst figure so that the sustained/burst ratio compares like with like."""
+    pattern = _SUSTAINED_HBM_PATTERN if _SUSTAINED_HBM_PATTERN in (hbm.get("patterns") or {}) else hbm["path"]
+    p = (hbm.get("patterns") or {}).get(pattern)
+    if not p or pattern == hbm["path"]:
+        return dict(hbm)
+    return dict(hbm, path=pattern, value=p["tbps"], config=p["config"], buffer_bytes=p["buffer_bytes"])
+
+
+def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFAULT_SUSTAINED_S,
+              progress: Callable[[float, float, str], None] | None = None,
+              families: Sequence[str] = SUSTAINED_FAMILIES,
+              precisions: Sequence[str] | None = None, backend: Backend | None = None) -> dict[str, Any]:
+    """Measure GPU ``device`` (CUDA index) and return the calibration as a JSON-ready dict.
+
+    ``quick``: HBM bandwidth and FP32/TF32/FP16/BF16 only, no L2, no sustained phase (seconds).
+    Otherwise every precision, HBM and L2, then each of ``families`` ("hbm", "fp32", "bf16", or any
+    measured precision) run for ``sustained_s`` seconds (0 skips the phase). ``progress`` is called
+    as ``progress(done, total, description)`` with rough seconds as units. ``precisions`` overrides
+    the list of precisions measured. ``backend`` does the measuring (default: the native core;
+    tests pass a fake). Raises ``GpuUnavailableError`` when the device cannot be
+    measured, ``UserError`` for a bad index. Nothing is cached here: ``save()`` does that.
+    """
+    from .._version import __version__
+
+    backend = backend or NativeBackend()
+    avail = backend.require(device)
+    t_start = time.monotonic()
+    dev = backend.device(device)
+    state = _state(backend, dev)
+    trust = start_warnings(dev, state)
+    sheet = lookup(dev.name)
+    precs = tuple(precisions) if precisions else (QUICK_PRECISIONS if quick else FULL_PRECISIONS)
+    families = tuple(families) if (not quick and sustained_s and sustained_s > 0) else ()
+
+    # Rough seconds per step, only for the progress bar.
+    weights = {"bw": 3.0 if quick else 8.0, "prec": 1.5 if quick else 3.0, "sus": float(sustained_s) + 2.0}
+    total = weights["bw"] + weights["prec"] * len(precs) + weights["sus"] * len(families)
+    steps = _Steps(progress, total, prefix=f"{'quick' if quick else 'full'} calibration: ")
+
+    entries: dict[str, dict[str, Any]] = {}
+    unsupported: dict[str, str] = {}
+    raw: dict[str, Any] = {"bandwidth": None, "compute": {}}
+    with steps.step("HBM bandwidth" + ("" if quick else " and L2"), weights["bw"]) as update:
+        bw = backend.measure_bandwidth(device, quick=quick,
+                                progress=lambda done, of, what: update(done / of if of else 0.0, what))
+    raw["bandwidth"] = bw
+    entries.update(_bandwidth_entries(bw, dev, sheet))
+    for prec in precs:
+        label = f"{short_label(prec)} throughput"
+        with steps.step(label, weights["prec"]) as update:
+            comp = backend.measure_compute(device, prec, quick=quick,
+                                    progress=lambda line, update=update: update(0.0, line))
+        raw["compute"][prec] = comp
+        found, missing = _compute_entries(comp, dev, sheet)
+        entries.update(found)
+        unsupported.update(missing)
+
+    sustained: dict[str, Any] | None = None
+    if families:
+        sustained = {"duration_s": float(sustained_s), "entries": {}}
+        for fam in families:
+            burst = entries.get(fam)
+            if burst is None:
+                unsupported_reason = unsupported.get(fam, "no burst figure to sustain")
+                sustained["entries"][fam] = None
+                trust.append(f"sustained {short_label(fam)} skipped: {unsupported_reason}")
+                continue
+            if fam == "hbm":
+                burst = _hbm_for_sustain(burst)
+            with steps.step(f"sustained {short_label(fam)} for {sustained_s:g} s",
+                            weights["sus"]) as part:
+                run_once = backend.sustained_runner(device, fam, burst, dev)
+                s = sustain(run_once, float(sustained_s), backend.sampling(device), part)
+            s.update(_sustained_fractions(fam, s, burst, dev))
+            sustained["entries"][fam] = s
+        sustained["entries"] = {k: v for k, v in sustained["entries"].items() if v is not None}
+
+    end_state = _state(backend, dev)
+    before, after = state.get("other_compute_processes"), end_state.get("other_compute_processes")
+    if after and (before or 0) < after:
+        trust.append(f"{after - (before or 0)} other process(es) started using the GPU during the "
+                     "calibration: the figures may be low; calibrate an idle card")
+    for key, e in entries.items():
+        trust.extend(entry_warnings(key, e, dev, "burst"))
+    for key, e in ((sustained or {}).get("entries") or {}).items():
+        trust.extend(entry_warnings(key, e, dev, "sustained"))
+        if e.get("settled") is False:
+            trust.append(f"sustained {short_label(key)}: clocks or figure still moving at the end of "
+                         f"the {sustained_s:g} s window; run a longer --sustained")
+
+    build = backend.build_info()
+    runtime = build.get("cuda_runtime_version")
+    cal: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "roofline_ext.calibration",
+        "mode": "quick" if quick else "full",
+        "date": _now_iso(),
+        "package_version": __version__,
+        "driver_version": dev.driver_version,
+        "cuda_driver_version": dev.cuda_driver_version,
+        "cuda_runtime_version": f"{runtime // 1000}.{(runtime % 1000) // 10}" if runtime else None,
+        "wall_s": None,
+        "gpu": _identity(dev),
+        "state_at_start": state,
+        "state_at_end": end_state,
+        "availability": avail.to_dict(),
+        "datasheet": None if sheet is None else {"sku": sheet.name, "peaks": _datasheet_mapping(sheet)},
+        "burst": {"entries": {k: entries[k] for k in ENTRY_KEYS if k in entries}, "unsupported": unsupported},
+        "sustained": sustained,
+        "peaks": {
+            "burst": _peak_mapping(entries),
+            "sustained": _peak_mapping((sustained or {}).get("entries") or {}) or None,
+        },
+        "warnings": _dedupe(trust),
+        "raw": raw,
+    }
+    if cal["peaks"]["sustained"] is None:
+        del cal["peaks"]["sustained"]
+    cal["wall_s"] = round(time.monotonic() - t_start, 2)
+    # Round-trip through JSON now, so that what calibrate() returns is exactly what save() writes;
+    # a stray NaN/inf deep in a raw result becomes null instead of failing minutes of measuring.
+    return _finite(json.loads(json.dumps(cal, default=_json_default)))
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _json_default(obj: Any) -> Any:
+    to_dict = getattr(obj, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    if hasattr(obj, "__dataclass_fields__"):
+        import dataclasses
+
+        return dataclasses.asdict(obj)
+    if isinstance(obj, (set, tuple)):
+        return list(obj)
+    return str(obj)
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    seen, out = set(), []
+    for i in items:
+        if i not in seen:
+            seen.add(i)
+            out.append(i)
+    return out
+
+
+def _datasheet_mapping(sheet: Any) -> dict[str, float]:
+    out = {"bandwidth_tbps": sheet.bandwidth_tbps}
+    out.update({u: sheet.peak(u) for u in UNITS if sheet.peak(u) is not None})
+    return out
+
+
+def _peak_mapping(entries: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+    out = {}
+    for key, e in entries.items():
+        v = e.get("value") if isinstance(e, Mapping) else None
+        if isinstance(v, (int, float)) and v > 0 and math.isfinite(v):
+            out[peak_key(key)] = float(v)
+    return out
+
+
+def _sustained_fractions(fam: str, s: Mapping[str, Any], burst: Mapping[str, Any], dev: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"label": burst.get("label"), "unit": burst.get("unit"), "path": burst.get("path"),
+                           "burst": burst.get("value")}
+    out["ratio_to_burst"] = s["value"] / burst["value"] if burst.get("value") else None
+    if fam == "hbm":
+        cd = clock_derived_bandwidth(s.get("mem_clock_mhz"), dev.memory_bus_width_bits)
+    elif fam == "l2":
+        cd = None
+    else:
+        cd = clock_derived_peak(fam, (dev.cc_major, dev.cc_minor), dev.sm_count or 0,
+                                s.get("sm_clock_mhz") or 0, consumer="geforce" in str(dev.name).lower())
+    out["clock_derived"] = cd
+    out["fraction_of_clock_derived"] = s["value"] / cd if cd else None
+    if fam not in ("hbm", "l2") and s.get("kernel_clock_mhz"):
+        at_kernel = clock_derived_peak(fam, (dev.cc_major, dev.cc_minor), dev.sm_count or 0,
+                                       s["kernel_clock_mhz"], consumer="geforce" in str(dev.name).lower())
+        out["fraction_of_clock_derived_at_kernel_clock"] = s["value"] / at_kernel if at_kernel else None
+    return out
+
+

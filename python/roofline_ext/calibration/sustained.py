@@ -1,0 +1,118 @@
+"""The sustained phase: one unit family run back to back for a window, the figure taken once clocks
+settle. The loop (:func:`sustain`) takes the call to repeat, a telemetry sampler and a clock, so
+tests drive it with fakes; the arithmetic (:func:`settle`) is a pure function of the samples.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Callable, ContextManager, Mapping, Sequence
+
+from ..device.telemetry import summarize
+
+# Settling: the sustained figure is the median over the last third of the window; the run counts
+# as settled when that third's SM clock and figure are within this of the middle third's.
+_SETTLE_TOLERANCE = 0.02
+# Each sustained call is sized to last about this long, so gaps between calls (allocation, filling,
+# verification) are a small part of the window and the card never gets time to cool.
+_SUSTAINED_CALL_S = 2.0
+
+
+def median_of(stat: Any) -> float | None:
+    """The median of a telemetry min/median/max dict (or a plain number)."""
+    if isinstance(stat, Mapping):
+        stat = stat.get("median")
+    return float(stat) if isinstance(stat, (int, float)) and not isinstance(stat, bool) else None
+
+
+def sustain(run_once: Callable[[int], Any], seconds: float, sampler: ContextManager[Any],
+            report: Callable[[float], None], clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+    """Run ``run_once(reps)`` back to back for ``seconds`` under one telemetry sampler.
+
+    ``run_once`` returns the figure, or ``(figure, kernel_clock_mhz)`` when the kernel counts its own
+    clock (the compute kernels do: under tensor load it reads ~9% below NVML's SM clock).
+
+    Returns the sustained figure (median over the last third of the window, once clocks had time
+    to settle), the telemetry of that third, whether it had settled (last third within 2% of the
+    middle third in both SM clock and figure) and the timelines for anyone who wants to look.
+    """
+    points: list[tuple[float, float]] = []  # (mid-time of the call, figure)
+    kernel_clocks: list[tuple[float, float]] = []  # (mid-time, clock the kernel counted)
+    reps = 4
+    with sampler as tel:
+        t_begin = clock()
+        while True:
+            t_call = clock()
+            value = run_once(reps)
+            t_end = clock()
+            t_mid = (t_call + t_end) / 2 - t_begin
+            if isinstance(value, tuple):
+                value, kclock = value
+                if kclock:
+                    kernel_clocks.append((t_mid, float(kclock)))
+            points.append((t_mid, float(value)))
+            # Size the next call to last _SUSTAINED_CALL_S, from this one's wall time (kernels plus
+            # set-up and verification), so calls stay long against their gaps at any unit's speed.
+            elapsed = max(t_end - t_call, 1e-3)
+            reps = int(min(max(reps * _SUSTAINED_CALL_S / elapsed, 1), 1_000_000))
+            report((t_end - t_begin) / seconds)
+            if t_end - t_begin >= seconds:
+                break
+    duration = clock() - t_begin
+    return settle(points, kernel_clocks, tel.samples, duration, tel.error)
+
+
+def settle(points: Sequence[tuple[float, float]], kernel_clocks: Sequence[tuple[float, float]],
+           samples: Sequence[Mapping[str, Any]], duration: float, telemetry_error: str | None = None) -> dict[str, Any]:
+    """The sustained figure of one window, from its calls and telemetry samples. Pure.
+
+    ``points``: (mid-time of a call, figure); ``kernel_clocks``: (mid-time, clock the kernel
+    counted); ``samples``: telemetry samples with ``t_s`` (seconds since the window began).
+    The figure is the median over the last third of the window; the window counts as settled when
+    that third's figure and SM clock are within 2% of the middle third's (None: too short to tell).
+    """
+
+    def window(lo: float, hi: float, at_least: int) -> list[tuple[float, float]]:
+        inside = [p for p in points if lo <= p[0] <= hi]
+        return inside if len(inside) >= at_least else points[-at_least:]
+
+    last = window(duration * 2 / 3, duration, 3)
+    middle = [p for p in points if duration / 3 <= p[0] < duration * 2 / 3]
+    w_lo = min(t for t, _ in last)
+    samples = list(samples)
+    last_samples = [s for s in samples if s.get("t_s", 0.0) >= w_lo]
+    mid_samples = [s for s in samples if duration / 3 <= s.get("t_s", 0.0) < w_lo]
+    summary = summarize(last_samples) if last_samples else None
+    value = statistics.median(v for _, v in last)
+    last_kclocks = [c for t, c in kernel_clocks if t >= w_lo]
+
+    def clock_of(ss: list[dict]) -> float | None:
+        vals = [s["sm_clock_mhz"] for s in ss if s.get("sm_clock_mhz") is not None]
+        return statistics.median(vals) if vals else None
+
+    settled = None
+    if middle:
+        mid_value = statistics.median(v for _, v in middle)
+        settled = abs(value - mid_value) <= _SETTLE_TOLERANCE * max(value, mid_value)
+        c_mid, c_last = clock_of(mid_samples), clock_of(last_samples)
+        if settled and c_mid and c_last:
+            settled = abs(c_last - c_mid) <= _SETTLE_TOLERANCE * max(c_last, c_mid)
+    step = max(1, len(samples) // 150)  # keep the stored clock timeline to ~150 points
+    return {
+        "value": value,
+        "duration_s": round(duration, 2),
+        "window_s": [round(w_lo, 2), round(duration, 2)],
+        "iterations": len(points),
+        "settled": settled,
+        "sm_clock_mhz": median_of((summary or {}).get("sm_clock_mhz")),
+        "mem_clock_mhz": median_of((summary or {}).get("mem_clock_mhz")),
+        "power_w": median_of((summary or {}).get("power_w")),
+        "temperature_c": median_of((summary or {}).get("temperature_c")),
+        "kernel_clock_mhz": statistics.median(last_kclocks) if last_kclocks else None,
+        "throttle_reasons": (summary or {}).get("throttle_reasons", []),
+        "telemetry": summary,
+        "telemetry_error": telemetry_error,
+        "timeline": [[round(t, 2), round(v, 4)] for t, v in points],
+        "clock_timeline": [[round(s.get("t_s", 0.0), 2), s.get("sm_clock_mhz"), s.get("power_w"),
+                            s.get("temperature_c")] for s in samples[::step]],
+    }

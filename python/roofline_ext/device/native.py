@@ -1,0 +1,40 @@
+"""Access to the compiled core, ``roofline_ext._core``, imported at first use only.
+
+Importing the extension loads nothing GPU-related (NVML is dlopen-ed and CUDA initialised by the
+first call that needs them), but keeping even the import lazy means a broken build is reported as
+an availability reason instead of breaking ``import roofline_ext``.
+"""
+from __future__ import annotations
+
+import functools
+from types import ModuleType
+
+
+@functools.lru_cache(maxsize=None)
+def _import() -> tuple[ModuleType | None, str | None]:
+    try:
+        from .. import _core  # type: ignore[attr-defined]
+    except ImportError as exc:  # not built, or built for another Python / platform
+        return None, f"{type(exc).__name__}: {exc}"
+    return _core, None
+
+
+def core_or_none() -> ModuleType | None:
+    """The native module, or None when it cannot be imported."""
+    return _import()[0]
+
+
+def import_error() -> str | None:
+    """Why the native module could not be imported (None when it was)."""
+    return _import()[1]
+
+
+def core() -> ModuleType:
+    """The native module, or ``GpuUnavailableError`` carrying the availability reason."""
+    mod = core_or_none()
+    if mod is None:
+        from .status import availability
+        from ..errors import GpuUnavailableError
+
+        raise GpuUnavailableError(availability())
+    return mod

@@ -1,0 +1,398 @@
+"""The roofline floor of a task on a GPU, against every roof available.
+
+    t_min = max(FLOPs / compute peak, non-tensor FLOPs / SIMT peak, bytes / bandwidth)
+
+FLOPs and bytes are lower bounds on the work any correct kernel must do (FLOPs counted on the
+reference, bytes the compulsory traffic: inputs and parameters read once, outputs written once), and
+the peaks are upper bounds on the hardware's rate, so ``t_min`` is a time no correct kernel can beat.
+A reference or candidate timed *below* it means the counts or the peaks are wrong, and the result
+says so instead of reporting a fraction above 100%.
+
+Roofs: the same floor is computed against up to three sets of peaks:
+  ``datasheet``  NVIDIA's dense figures for the SKU (``roofline_ext.peaks.datasheet``);
+  ``derived``    per-clock rates x SMs x max clock from device attributes (``roofline_ext.peaks.derived``);
+  ``measured``   peaks calibrated on the card (a plain mapping, see ``roofline``).
+
+Compute roof by dtype (``compute_unit_for_dtype``):
+  float32   -> TF32 tensor cores (Triton's ``tl.dot`` uses TF32 by default and KernelBench's tolerance
+               accepts it); ``strict_fp32=True`` -> FP32 on the CUDA cores
+  float16   -> FP16 tensor, bfloat16 -> BF16 tensor (FP32 accumulation)
+  float64   -> FP64 tensor cores where the part has them, else FP64 on the CUDA cores
+  float8_*  -> FP8 tensor, int8 -> INT8 tensor
+Where a part lacks the tensor unit (TF32 or BF16 on a V100, FP8 on an A100), the roof is the
+fastest unit that can do the work instead (FP32 on the CUDA cores; FP16 tensor for FP8).
+
+Non-tensor FLOPs (elementwise, reductions; ``simt_flops``) are counted at the FP32 CUDA-core rate
+(FP64 for float64): PyTorch and Triton compute half-precision elementwise math in FP32. A kernel doing
+packed half2 arithmetic could go faster, which matters only when such work, not memory, is the limit.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+from ..peaks.datasheet import DatasheetPeaks, lookup
+from ..peaks.units import PEAK_KEYS, ROOFLINE_PEAK_KEYS, SUPPORTED_DTYPES, UNIT, UNITS, dtype_text, dtype_unit
+from ..peaks.derived import DerivedPeaks, derived_peaks_for_device
+from ..errors import UserError
+
+__all__ = [
+    "roofline",
+    "floor",
+    "compute_unit_for_dtype",
+    "SUPPORTED_DTYPES",
+    "ROOF_NAMES",
+    "IMPOSSIBLE_MESSAGE",
+]
+
+#: The roofs, in the order results and sentences list them.
+ROOF_NAMES = ("datasheet", "derived", "measured")
+
+#: What the sentence says when a timing beats the floor.
+IMPOSSIBLE_MESSAGE = "faster than the floor: the FLOP/byte count or the peaks are wrong"
+
+# Units to try, in order, for the compute roof of each dtype unit on hardware that may lack the
+# first: falling back is sound only because the part truly has no faster unit for that dtype.
+_COMPUTE_CHAIN = {
+    "fp64": ("fp64_tensor", "fp64"),
+    "fp32": ("fp32",),
+    "tf32": ("tf32", "fp32"),
+    "fp16": ("fp16", "fp32"),
+    "bf16": ("bf16", "fp32"),
+    "fp8": ("fp8", "fp16", "fp32"),
+    "int8": ("int8",),
+}
+
+# A fraction this far above 1 is a real violation, not floating-point noise.
+_EPS = 1e-9
+
+
+def compute_unit_for_dtype(dtype: Any, strict_fp32: bool = False) -> str:
+    """The peak unit whose roof applies to a task's dtype.
+
+    Accepts torch dtypes (or their ``str()``: "torch.float32"), plain names ("float32", "fp32",
+    "bf16", "half", "float8_e4m3fn", "int8", ...). Returns one of "fp64", "fp32", "tf32", "fp16",
+    "bf16", "fp8", "int8": float32 gives "tf32" unless ``strict_fp32`` (then "fp32"); an explicit
+    "tf32" stays "tf32". Raises ``UserError`` naming the supported dtypes for anything else.
+    """
+    unit = dtype_unit(dtype)
+    if unit is None:
+        text = dtype if isinstance(dtype, str) else str(dtype)
+        raise UserError(f"unsupported dtype {text.strip().lower()!r}; supported: {', '.join(SUPPORTED_DTYPES)}")
+    if unit == "fp32" and not strict_fp32:
+        return "tf32"
+    return unit
+
+
+def _check_count(name: str, value: Any) -> float:
+    # numbers.Real admits numpy scalars, which FLOP counters and timers often return.
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
+        raise UserError(f"{name} must be a number, got {value!r}")
+    if value < 0:
+        raise UserError(f"{name} must not be negative, got {value!r}")
+    return float(value)
+
+
+def _check_peak(name: str, value: Any) -> float:
+    value = _check_count(name, value)
+    if value <= 0:
+        raise UserError(f"{name} must be positive, got {value!r}")
+    return value
+
+
+def floor(
+    flops: float,
+    nbytes: float,
+    simt_flops: float = 0.0,
+    compute_tflops: float | None = None,
+    simt_tflops: float | None = None,
+    bandwidth_tbps: float | None = None,
+) -> dict:
+    """The roofline floor for explicit peaks (TFLOP/s, TB/s); the building block of ``roofline``.
+
+    Returns ``t_compute_ms`` (``flops`` on the compute roof), ``t_simt_ms`` (``simt_flops`` on the
+    CUDA cores), ``t_memory_ms``, ``t_min_ms`` (the largest of the three), ``bound`` ("compute" or
+    "memory"), ``limiter`` ("compute", "simt" or "memory"), ``arithmetic_intensity`` (all FLOPs per
+    byte) and ``ridge_flop_per_byte`` (compute peak / bandwidth). A peak may be None only when its
+    work is zero; otherwise ``UserError``.
+    """
+    flops = _check_count("flops", flops)
+    nbytes = _check_count("nbytes", nbytes)
+    simt_flops = _check_count("simt_flops", simt_flops or 0.0)
+
+    def time_ms(work: float, peak: float | None, what: str) -> float:
+        if work == 0:
+            return 0.0
+        if peak is None:
+            raise UserError(f"no {what} peak for {work:g} units of work")
+        return work / (_check_peak(what, peak) * 1e12) * 1e3
+
+    t_compute = time_ms(flops, compute_tflops, "compute")
+    t_simt = time_ms(simt_flops, simt_tflops, "SIMT")
+    t_memory = time_ms(nbytes, bandwidth_tbps, "bandwidth")
+    t_min = max(t_compute, t_simt, t_memory)
+    # Ties go to memory, as the seed did: compute-bound only when compute is strictly slower.
+    if max(t_compute, t_simt) > t_memory:
+        bound = "compute"
+        limiter = "compute" if t_compute >= t_simt else "simt"
+    else:
+        bound, limiter = "memory", "memory"
+    total = flops + simt_flops
+    return {
+        "t_compute_ms": t_compute,
+        "t_simt_ms": t_simt,
+        "t_memory_ms": t_memory,
+        "t_min_ms": t_min,
+        "bound": bound,
+        "limiter": limiter,
+        "arithmetic_intensity": total / nbytes if nbytes else math.inf,
+        "ridge_flop_per_byte": (
+            compute_tflops / bandwidth_tbps if compute_tflops and bandwidth_tbps else None
+        ),
+    }
+
+
+class _Source:
+    """One set of peaks, with whether a missing unit means "the hardware lacks it"."""
+
+    def __init__(self, label: str, values: Mapping[str, float | None], bandwidth: float | None,
+                 hardware: bool, clocks: Mapping[str, float | None] | None = None):
+        self.label = label
+        self.values = values
+        self.bandwidth = bandwidth
+        # True: a None unit does not exist on the part, so falling back to a slower one is sound.
+        # False (measured peaks, unknown architecture): a None unit is merely unknown.
+        self.hardware = hardware
+        self.clocks = clocks or {}
+
+
+def _from_datasheet(sheet: DatasheetPeaks) -> _Source:
+    # NVIDIA's FP64 tensor figures assume the SIMT clock (H100: 66.9 = 132 x 256 x 1980 MHz).
+    simt_units = ("fp32", "fp64", "fp64_tensor")
+    clocks = {u: (sheet.simt_clock_mhz if u in simt_units else sheet.boost_clock_mhz) for u in UNITS}
+    return _Source("datasheet", {u: sheet.peak(u) for u in UNITS}, sheet.bandwidth_tbps, True, clocks)
+
+
+def _from_derived(derived: DerivedPeaks) -> _Source:
+    clocks = {u: derived.sm_clock_mhz for u in UNITS}
+    return _Source("derived", {u: derived.peak(u) for u in UNITS}, derived.bandwidth_tbps,
+                   derived.known_arch, clocks)
+
+
+def _from_measured(measured: Any) -> _Source:
+    if not isinstance(measured, Mapping):
+        raise UserError(
+            "measured peaks must be a mapping like {'bandwidth_tbps': 4.6, 'tf32': 450.0, ...}, "
+            f"got {type(measured).__name__}"
+        )
+    values: dict[str, float | None] = {}
+    bandwidth = None
+    for key, value in measured.items():
+        numeric = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        if not numeric:
+            # Metadata (a date, a source string) may ride along; a peak key must hold a number.
+            if key in ROOFLINE_PEAK_KEYS and value is not None:
+                raise UserError(f"measured peak {key!r} must be a number, got {value!r}")
+            continue
+        if key in PEAK_KEYS and key not in ROOFLINE_PEAK_KEYS:
+            continue  # measured and cached (L2), but not a roof the floor uses
+        if key not in ROOFLINE_PEAK_KEYS:
+            raise UserError(
+                f"unknown measured peak {key!r}; expected some of: {', '.join(sorted(ROOFLINE_PEAK_KEYS))}"
+            )
+        value = _check_peak(f"measured {key}", value)
+        if key == "bandwidth_tbps":
+            bandwidth = value
+        else:
+            values[key] = value
+    return _Source("measured", values, bandwidth, False)
+
+
+def _resolve(src: _Source, chain: tuple[str, ...], ref: _Source | None):
+    """(peak, unit used, label of the source it came from) for the first usable unit of ``chain``."""
+    if src.hardware:
+        for unit in chain:
+            value = src.values.get(unit)
+            if value is not None:
+                return value, unit, src.label
+        return None, None, None
+    if ref is None:
+        # Without a source that knows the hardware, only the exact unit is safe: a fallback could
+        # take FP32 for a part that has TF32 tensor cores and overstate the floor.
+        value = src.values.get(chain[0])
+        return (value, chain[0], src.label) if value is not None else (None, None, None)
+    ref_value, unit, ref_label = _resolve(ref, chain, None)
+    if unit is None:
+        return None, None, None
+    value = src.values.get(unit)
+    if value is not None:
+        return value, unit, src.label
+    return ref_value, unit, ref_label
+
+
+def _fraction(t_min: float, t: float | None) -> float | None:
+    return t_min / t if t else None
+
+
+def _roof(src: _Source, ref: _Source | None, unit: str, flops: float, nbytes: float,
+          simt_flops: float, t_ref: float | None, t_new: float | None) -> dict | None:
+    compute, compute_unit, compute_from = _resolve(src, _COMPUTE_CHAIN[unit], ref)
+    simt_unit = "fp64" if unit == "fp64" else "fp32"
+    simt, _, simt_from = _resolve(src, (simt_unit,), ref)
+    bandwidth, bandwidth_from = src.bandwidth, src.label
+    if bandwidth is None and ref is not None:
+        bandwidth, bandwidth_from = ref.bandwidth, ref.label
+    if (flops and compute is None) or (simt_flops and simt is None) or (nbytes and bandwidth is None):
+        return None
+    f = floor(flops, nbytes, simt_flops, compute, simt, bandwidth)
+    ref_fraction = _fraction(f["t_min_ms"], t_ref)
+    new_fraction = _fraction(f["t_min_ms"], t_new)
+    ref_impossible = ref_fraction is not None and ref_fraction > 1 + _EPS
+    new_impossible = new_fraction is not None and new_fraction > 1 + _EPS
+    clocks = src.clocks if compute_from == src.label else (ref.clocks if ref else {})
+    return {
+        "source": src.label,
+        "compute_unit": compute_unit,
+        "simt_unit": simt_unit,
+        "compute_tflops": compute,
+        "simt_tflops": simt,
+        "bandwidth_tbps": bandwidth,
+        # Where each peak came from: a measured roof borrows what calibration did not measure.
+        "peak_sources": {"compute": compute_from, "simt": simt_from, "bandwidth": bandwidth_from},
+        "clock_mhz": clocks.get(compute_unit) if compute_unit else None,
+        "t_compute_ms": f["t_compute_ms"],
+        "t_simt_ms": f["t_simt_ms"],
+        "t_memory_ms": f["t_memory_ms"],
+        "t_min_ms": f["t_min_ms"],
+        "bound": f["bound"],
+        "limiter": f["limiter"],
+        "ridge_flop_per_byte": f["ridge_flop_per_byte"],
+        "ref_fraction": ref_fraction,
+        "new_fraction": new_fraction,
+        "ref_impossible": ref_impossible,
+        "new_impossible": new_impossible,
+        "impossible": ref_impossible or new_impossible,
+    }
+
+
+def _check_time(name: str, value: Any) -> float | None:
+    # None or 0 means "not timed" (the seed treated a falsy time the same way).
+    if value is None or value == 0:
+        return None
+    return _check_peak(name, value)
+
+
+def _gpu_display(gpu: Any, sheet: DatasheetPeaks | None) -> str | None:
+    if isinstance(gpu, DatasheetPeaks):
+        return gpu.full_name
+    if isinstance(gpu, str):
+        return gpu
+    return sheet.full_name if sheet else None
+
+
+def roofline(
+    flops: float | None,
+    nbytes: float | None,
+    dtype: Any,
+    gpu: str | DatasheetPeaks | None,
+    t_ref_ms: float | None,
+    t_new_ms: float | None = None,
+    *,
+    simt_flops: float = 0.0,
+    strict_fp32: bool = False,
+    derived: DerivedPeaks | Any | None = None,
+    measured: Mapping[str, Any] | None = None,
+) -> dict | None:
+    """The roofline floor of a task and how close a reference and a candidate come to it.
+
+    ``flops``: FLOPs that can run on the dtype's tensor cores (matmul, conv, attention);
+    ``simt_flops``: FLOPs that cannot (elementwise, reductions), counted on the CUDA cores;
+    ``nbytes``: compulsory memory traffic; ``dtype``: e.g. ``torch.float32``, "bf16", "fp8", "int8";
+    ``gpu``: a device name as NVML/torch report it, a table name, a ``DatasheetPeaks``, or a
+    device record (its ``name`` is used);
+    ``t_ref_ms``/``t_new_ms``: the reference's (PyTorch's) and a candidate's measured times.
+    ``strict_fp32``: float32 against FP32 CUDA cores instead of TF32 tensor cores.
+    ``derived``: a ``DerivedPeaks`` (or a device record, converted with ``derived_peaks_for_device``).
+    ``measured``: calibrated peaks as a mapping, e.g. ``{"bandwidth_tbps": 4.6, "fp32": 64.1,
+    "tf32": 450.0, "fp16": 900.0, "bf16": 910.0, "fp8": 1800.0, "int8": 1800.0}``; a peak it lacks is
+    taken from the datasheet (or derived) roof and ``peak_sources`` says so.
+
+    Returns a dict with the seed's keys for the primary roof (the datasheet's when the GPU is in
+    the table): ``arithmetic_intensity``, ``bound``, ``t_min_ms``, ``ref_roofline_frac`` and, when
+    ``t_new_ms`` is given, ``roofline_frac``; plus ``roofs`` = {"datasheet", "derived", "measured"},
+    each None or a dict with its peaks, ``t_compute_ms``/``t_simt_ms``/``t_memory_ms``, ``t_min_ms``,
+    ``bound``, ``ridge_flop_per_byte``, ``ref_fraction``, ``new_fraction`` and the ``impossible``
+    flags (a time below the floor). ``impossible`` at the top is True if any roof was beaten.
+
+    Returns None, as the seed did, when it cannot say anything: ``flops`` is None, ``nbytes`` is
+    0/None, or no roof applies (an unknown GPU without derived or measured peaks). Raises
+    ``UserError`` for an unsupported dtype or negative counts.
+    """
+    unit = compute_unit_for_dtype(dtype, strict_fp32)
+    if flops is None or not nbytes:
+        return None
+    flops = _check_count("flops", flops)
+    nbytes = _check_count("nbytes", nbytes)
+    simt_flops = _check_count("simt_flops", simt_flops or 0.0)
+    t_ref = _check_time("t_ref_ms", t_ref_ms)
+    t_new = _check_time("t_new_ms", t_new_ms)
+
+    if gpu is not None and not isinstance(gpu, (str, DatasheetPeaks)):
+        # A device record (roofline_ext.device.listing.Device) stands for its name.
+        gpu = getattr(gpu, "name", None) or str(gpu)
+    sheet = lookup(gpu) if gpu is not None else None
+    if derived is not None and not isinstance(derived, DerivedPeaks):
+        derived = derived_peaks_for_device(derived)
+
+    sources: dict[str, _Source] = {}
+    if sheet is not None:
+        sources["datasheet"] = _from_datasheet(sheet)
+    if derived is not None:
+        sources["derived"] = _from_derived(derived)
+    if measured is not None:
+        sources["measured"] = _from_measured(measured)
+    if not sources:
+        return None
+
+    roofs: dict[str, dict | None] = {name: None for name in ROOF_NAMES}
+    for name, src in sources.items():
+        # The reference fills what a source cannot know: the datasheet first, then derived peaks
+        # of a known architecture.
+        ref = None
+        for candidate in ("datasheet", "derived"):
+            other = sources.get(candidate)
+            if other is not None and other is not src and other.hardware:
+                ref = other
+                break
+        roofs[name] = _roof(src, ref, unit, flops, nbytes, simt_flops, t_ref, t_new)
+
+    primary = next((name for name in ROOF_NAMES if roofs[name] is not None), None)
+    if primary is None:
+        return None
+    top = roofs[primary]
+    impossible_roofs = [name for name in ROOF_NAMES if roofs[name] and roofs[name]["impossible"]]
+    r = {
+        "arithmetic_intensity": (flops + simt_flops) / nbytes,
+        "bound": top["bound"],
+        "t_min_ms": top["t_min_ms"],
+        "ref_roofline_frac": top["ref_fraction"],
+        "ridge_flop_per_byte": top["ridge_flop_per_byte"],
+        "gpu": _gpu_display(gpu, sheet),
+        "sku": sheet.name if sheet else None,
+        "dtype": dtype_text(dtype),
+        "unit": unit,
+        "flops": flops,
+        "simt_flops": simt_flops,
+        "nbytes": nbytes,
+        "t_ref_ms": t_ref,
+        "t_new_ms": t_new,
+        "primary_roof": primary,
+        "roofs": roofs,
+        "impossible": bool(impossible_roofs),
+        "impossible_roofs": impossible_roofs,
+    }
+    if t_new is not None:
+        r["roofline_frac"] = top["new_fraction"]
+    return r

@@ -1,0 +1,37 @@
+"""The measured-peaks type: what a calibration hands to the roofline model.
+
+A read-only mapping ``{peak key: value}`` (the keys of :data:`roofline_ext.peaks.units.PEAK_KEYS`,
+TB/s for memory, TFLOP/s or TOP/s for compute) that also says where it came from: the card's UUID,
+the regime, the calibration's date and mode. Being a ``Mapping`` it goes anywhere a plain dict of
+peaks went before (``roofline(measured=...)``, JSON), so callers that build their own dict of
+peaks keep working.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping
+
+
+# eq=False: compare as a mapping (equal to a dict of the same peaks), which Mapping provides.
+@dataclass(frozen=True, eq=False)
+class MeasuredPeaks(Mapping[str, float]):
+    values: Mapping[str, float] = field(default_factory=dict)
+    regime: str = "burst"
+    uuid: str | None = None
+    gpu_name: str | None = None
+    date: str | None = None
+    mode: str | None = None
+
+    def __getitem__(self, key: str) -> float:
+        return self.values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.values)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def source(self) -> dict[str, Any]:
+        """Where the figures came from, for a result's JSON."""
+        return {"regime": self.regime, "uuid": self.uuid, "gpu": self.gpu_name, "date": self.date,
+                "mode": self.mode}

@@ -1,0 +1,69 @@
+"""The calibration as table rows (strings): what ``calibrate`` and ``calibrate --show`` print."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..peaks.units import ENTRY_KEYS, peak_label
+
+
+def _pct(x: Any) -> str | None:
+    return f"{x:.1%}" if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def _at(entry: Mapping[str, Any], key: str) -> str | None:
+    bits = []
+    # HBM bandwidth follows the memory clock; L2 and the compute units follow the SM clock.
+    if key == "hbm":
+        if entry.get("mem_clock_mhz"):
+            bits.append(f"mem {entry['mem_clock_mhz']:.0f} MHz")
+    elif entry.get("sm_clock_mhz"):
+        bits.append(f"{entry['sm_clock_mhz']:.0f} MHz")
+        if entry.get("kernel_clock_mhz"):
+            bits[-1] += f" (kernel {entry['kernel_clock_mhz']:.0f})"
+    if entry.get("power_w"):
+        bits.append(f"{entry['power_w']:.0f} W")
+    return ", ".join(bits) or None
+
+
+def summary_rows(cal: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per measured unit, as strings: what the CLI's table shows (burst and sustained side
+    by side, each with the clock and power it was reached at; fractions of datasheet and of the
+    clock-derived peak; the path/kernel that reached it). Unsupported units say why."""
+    burst = (cal.get("burst") or {}).get("entries") or {}
+    unsupported = (cal.get("burst") or {}).get("unsupported") or {}
+    sustained = ((cal.get("sustained") or {}).get("entries")) or {}
+    rows = []
+    for key in ENTRY_KEYS:
+        b, s = burst.get(key), sustained.get(key)
+        if b is None and s is None:
+            if key in unsupported:
+                rows.append({"key": key, "label": peak_label(key), "burst": "unsupported",
+                             "fraction_of_datasheet": None, "fraction_of_clock_derived": None,
+                             "burst_at": None, "sustained": None, "sustained_at": None,
+                             "path": str(unsupported[key])})
+            continue
+        row = {"key": key, "label": peak_label(key), "burst": None, "fraction_of_datasheet": None,
+               "fraction_of_clock_derived": None, "burst_at": None, "sustained": None,
+               "sustained_at": None, "path": None}
+        if b:
+            cv = b.get("cv")
+            row["burst"] = f"{b['value']:.4g}" + (f" ±{cv:.1%}" if isinstance(cv, (int, float)) else "")
+            row["fraction_of_datasheet"] = _pct(b.get("fraction_of_datasheet"))
+            row["fraction_of_clock_derived"] = _pct(b.get("fraction_of_clock_derived"))
+            at_kernel = _pct(b.get("fraction_of_clock_derived_at_kernel_clock"))
+            if at_kernel:
+                row["fraction_of_clock_derived"] = f"{row['fraction_of_clock_derived'] or '-'} (k {at_kernel})"
+            row["burst_at"] = _at(b, key)
+            row["path"] = b.get("path")
+        if s:
+            ratio = s.get("ratio_to_burst")
+            row["sustained"] = f"{s['value']:.4g}" + (f" ({ratio:.0%})" if isinstance(ratio, (int, float)) else "")
+            at = _at(s, key)
+            if s.get("settled") is False:
+                at = (at + ", " if at else "") + "not settled"
+            row["sustained_at"] = at
+            if row["path"] and s.get("path") and s["path"] != row["path"]:
+                row["path"] = f"{row['path']} (sustained: {s['path']})"
+            row["path"] = row["path"] or s.get("path")
+        rows.append(row)
+    return rows

@@ -1,0 +1,456 @@
+"""Roofline charts (PNG or SVG, by the file's extension) from a calibration or an analysis.
+
+Log-log: arithmetic intensity (FLOP per byte of HBM traffic) against throughput (TFLOP/s). Memory
+roofs are slopes (HBM, and the L2 plateau where measured), compute roofs horizontal ceilings
+(FP32, TF32, FP16/BF16, FP8 where the part has them). The datasheet's roofs are dashed, the
+measured ones solid (burst) and dotted (sustained), each unit in one colour, so the gap between
+"what NVIDIA prints" and "what this card does" is what the eye sees first. Ridge points (where a
+ceiling meets the HBM slope) are marked: left of a ridge a kernel of that precision is memory-bound.
+
+matplotlib is optional (``pip install roofline-ext[plot]``) and imported only here, at the first
+chart. The figure is drawn on an Agg canvas of its own, without pyplot, so drawing a chart never
+changes the backend or the open figures of the program that asked for it (a notebook, a GUI).
+"""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..errors import UserError
+
+__all__ = ["plot_calibration", "plot_task", "plot_roofline", "FORMATS"]
+
+#: File extensions a chart can be written as.
+FORMATS = (".png", ".svg")
+
+# (label, peak keys; the largest present value is the ceiling, colour). FP16 and BF16 run on the
+# same tensor pipe at the same rate, so they share one ceiling; FP64 and INT8 are left out by
+# default: FP64 sits on top of FP32 on Hopper and INT8 is not a FLOP rate.
+_CEILINGS = (
+    ("FP64", ("fp64",), "#7f7f7f"),
+    ("FP32", ("fp32",), "#2ca02c"),
+    ("TF32", ("tf32",), "#ff7f0e"),
+    ("FP16/BF16", ("fp16", "bf16"), "#d62728"),
+    ("FP8", ("fp8",), "#9467bd"),
+)
+DEFAULT_CEILINGS = ("FP32", "TF32", "FP16/BF16", "FP8")
+_HBM = ("HBM", "bandwidth_tbps", "#1f4e9c")
+_L2 = ("L2", "l2_bandwidth_tbps", "#3fa7d6")
+_TASK_MARKERS = {"reference": ("o", "#111111"), "candidate": ("*", "#e377c2")}
+
+
+def _matplotlib():
+    try:
+        import matplotlib  # noqa: F401
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+        from matplotlib.lines import Line2D
+        from matplotlib.ticker import FuncFormatter, LogLocator
+    except ImportError as exc:
+        raise UserError(f"charts need matplotlib, which is not installed ({exc}); "
+                        "install roofline-ext[plot] (or: pip install matplotlib)") from exc
+    return Figure, FigureCanvasAgg, Line2D, FuncFormatter, LogLocator
+
+
+def _check_path(path: str | os.PathLike) -> Path:
+    p = Path(path)
+    if p.suffix.lower() not in FORMATS:
+        raise UserError(f"cannot write a chart as {p.name!r}: use a file name ending in "
+                        f"{' or '.join(FORMATS)}")
+    if p.parent and not p.parent.exists():
+        raise UserError(f"cannot write a chart to {p}: the folder {p.parent} does not exist")
+    return p
+
+
+def _num(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    x = float(x)
+    return x if math.isfinite(x) and x > 0 else None
+
+
+def _ceiling(peaks: Mapping[str, Any] | None, keys: Sequence[str]) -> float | None:
+    if not peaks:
+        return None
+    vals = [v for v in (_num(peaks.get(k)) for k in keys) if v is not None]
+    return max(vals) if vals else None
+
+
+def _fmt(v: float) -> str:
+    """Three significant figures, no exponent: 0.512, 4.31, 66.9, 989, 1979."""
+    if v >= 100:
+        return f"{v:.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    if v >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3g}"
+
+
+def _tick(v: float, _pos=None) -> str:
+    if v <= 0:
+        return ""
+    if v >= 1:
+        return f"{v:,.0f}"
+    return f"{v:g}"
+
+
+def plot_roofline(
+    path: str | os.PathLike,
+    *,
+    title: str,
+    subtitle: str = "",
+    datasheet: Mapping[str, Any] | None = None,
+    measured: Mapping[str, Any] | None = None,
+    sustained: Mapping[str, Any] | None = None,
+    tasks: Iterable[Mapping[str, Any]] = (),
+    ceilings: Sequence[str] = DEFAULT_CEILINGS,
+    measured_label: str = "measured (burst)",
+) -> Path:
+    """Draw a roofline and write it to ``path`` (.png or .svg); returns the path.
+
+    ``datasheet``/``measured``/``sustained`` are flat peak mappings (``bandwidth_tbps``,
+    ``l2_bandwidth_tbps`` in TB/s; ``fp32``, ``tf32``, ``fp16``, ``bf16``, ``fp8``... in TFLOP/s);
+    any may be None or partial. ``tasks`` are points: ``{"label", "intensity" (FLOP/byte),
+    "tflops" (achieved, optional), "roof_tflops" (the attainable roof, optional), "kind"
+    ("reference" | "candidate")}``. A task without an achieved rate is drawn hollow on its roof.
+    """
+    Figure, FigureCanvasAgg, Line2D, FuncFormatter, LogLocator = _matplotlib()
+    path = _check_path(path)
+    tasks = [dict(t) for t in tasks]
+
+    hbm_m, hbm_d = _ceiling(measured, ("bandwidth_tbps",)), _ceiling(datasheet, ("bandwidth_tbps",))
+    hbm_s = _ceiling(sustained, ("bandwidth_tbps",))
+    l2_m = _ceiling(measured, ("l2_bandwidth_tbps",))
+    l2_s = _ceiling(sustained, ("l2_bandwidth_tbps",))
+    if not (hbm_m or hbm_d):
+        raise UserError("cannot draw a roofline without an HBM bandwidth (measured or datasheet)")
+
+    units = []  # (label, colour, measured, datasheet, sustained)
+    for label, keys, colour in _CEILINGS:
+        if label not in ceilings:
+            continue
+        m, d, s = _ceiling(measured, keys), _ceiling(datasheet, keys), _ceiling(sustained, keys)
+        if m or d:
+            units.append((label, colour, m, d, s))
+    if not units:
+        raise UserError("cannot draw a roofline without a compute peak (measured or datasheet)")
+
+    # Axis ranges: from well left of the lowest ridge to well right of the highest, and every task.
+    bws = [b for b in (hbm_m, hbm_d, l2_m) if b]
+    tops = [v for _, _, m, d, s in units for v in (m, d, s) if v]
+    ridges = [p / b for p in tops for b in bws]
+    xs = ridges + [_num(t.get("intensity")) for t in tasks if _num(t.get("intensity"))]
+    x_lo = 2.0 ** math.floor(math.log2(min(xs) / 8))
+    x_hi = 2.0 ** math.ceil(math.log2(max(xs) * 8))
+    y_hi = max(tops) * 2.5  # room for the ceiling labels above the top roof
+    y_lo_candidates = [min(bws) * x_lo] + [_num(t.get("tflops")) for t in tasks if _num(t.get("tflops"))]
+    y_lo = 10 ** math.floor(math.log10(min(y_lo_candidates) / 1.5))
+
+    fig = Figure(figsize=(10.5, 6.8), dpi=150)
+    FigureCanvasAgg(fig)
+    # Fixed margins (not tight_layout) so the text angles computed below match the final layout.
+    fig.subplots_adjust(left=0.08, right=0.975, bottom=0.09, top=0.885)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo, y_hi)
+    ax.xaxis.set_major_formatter(FuncFormatter(_tick))
+    ax.yaxis.set_major_formatter(FuncFormatter(_tick))
+    ax.yaxis.set_major_locator(LogLocator(base=10))
+    ax.grid(True, which="major", color="#dddddd", linewidth=0.6)
+    ax.grid(True, which="minor", axis="y", color="#f0f0f0", linewidth=0.4)
+    ax.set_axisbelow(True)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte of HBM traffic)")
+    ax.set_ylabel("throughput (TFLOP/s)")
+    fig.suptitle(title, x=0.08, y=0.975, ha="left", fontsize=13, fontweight="bold")
+    if subtitle:
+        import textwrap
+
+        fig.text(0.08, 0.905, textwrap.fill(subtitle, 150), ha="left", va="bottom", fontsize=8.5,
+                 color="#555555", linespacing=1.3)
+
+    top_m = max([m for _, _, m, _, _ in units if m] or [0]) or None
+    top_d = max([d for _, _, _, d, _ in units if d] or [0]) or None
+    top_s = max([s for _, _, _, _, s in units if s] or [0]) or top_m
+
+    def slope(bw: float | None, top: float | None, colour: str, style: str, width: float) -> None:
+        if bw and top:
+            ax.plot([x_lo, top / bw], [bw * x_lo, top], color=colour, linestyle=style, linewidth=width,
+                    solid_capstyle="butt")
+
+    def screen_angle(x: float, y: float) -> float:
+        # A slope of 1 in log-log is not 45 degrees on screen: it depends on the decades per inch.
+        (x0, y0), (x1, y1) = ax.transData.transform([(x, y), (x * 2, y * 2)])
+        return math.degrees(math.atan2(y1 - y0, x1 - x0))
+
+    # Memory slopes: L2 (measured only; no datasheet gives it) and HBM.
+    for name, bw_m, bw_d, bw_s, colour in (("L2", l2_m, None, l2_s, _L2[2]),
+                                           ("HBM", hbm_m, hbm_d, hbm_s, _HBM[2])):
+        slope(bw_d, top_d, colour, (0, (5, 3)), 1.4)
+        slope(bw_m, top_m, colour, "-", 2.2)
+        slope(bw_s, top_s, colour, (0, (1, 1.6)), 1.6)
+        ref = bw_m or bw_d
+        if not ref:
+            continue
+        extra = []
+        if bw_m and bw_d:
+            extra.append(f"datasheet {_fmt(bw_d)}")
+        if bw_s:
+            extra.append(f"sustained {_fmt(bw_s)}")
+        text = f"{name} {_fmt(ref)} TB/s {'measured' if bw_m else 'datasheet'}"
+        if extra:
+            text += f" ({', '.join(extra)})"
+        # Along the line, a fixed distance off it on screen: L2 above its line, HBM below (the
+        # dashed datasheet slope runs just above the measured HBM one).
+        x_text = x_lo * 1.6
+        angle = screen_angle(x_text, ref * x_text)
+        side = 1 if name == "L2" else -1
+        off = (-7 * side * math.sin(math.radians(angle)), 7 * side * math.cos(math.radians(angle)))
+        ax.annotate(text, (x_text, ref * x_text), textcoords="offset points", xytext=off,
+                    color=colour, fontsize=8.5, rotation=angle, rotation_mode="anchor",
+                    ha="left", va="bottom" if side > 0 else "top")
+
+    # Compute ceilings, each from where it meets the fastest memory slope to the right edge.
+    fastest_m = max([b for b in (l2_m, hbm_m) if b] or [0]) or None
+    for label, colour, m, d, s in units:
+        if d and hbm_d:
+            ax.plot([d / hbm_d, x_hi], [d, d], color=colour, linestyle=(0, (5, 3)), linewidth=1.4)
+        if m and fastest_m:
+            ax.plot([m / fastest_m, x_hi], [m, m], color=colour, linestyle="-", linewidth=2.2)
+        if s and fastest_m:
+            ax.plot([s / (l2_s or hbm_s or fastest_m), x_hi], [s, s], color=colour,
+                    linestyle=(0, (1, 1.6)), linewidth=1.6)
+        parts = []
+        if m:
+            parts.append(f"{_fmt(m)} measured")
+        if s:
+            parts.append(f"{_fmt(s)} sustained")
+        if d:
+            parts.append(f"{_fmt(d)} datasheet")
+        ax.text(x_hi / 1.12, max(v for v in (m, d) if v) * 1.07, f"{label}: " + ", ".join(parts),
+                color=colour, fontsize=8.5, ha="right", va="bottom", fontweight="bold")
+        # Ridge points against HBM: measured filled and labelled with its intensity, datasheet hollow.
+        if m and hbm_m:
+            r = m / hbm_m
+            ax.plot([r], [m], marker="o", markersize=6, color=colour, zorder=5)
+            ax.annotate(f"{_fmt(r)}", (r, m), textcoords="offset points", xytext=(5, -11),
+                        fontsize=7.5, color=colour)
+        if d and hbm_d:
+            ax.plot([d / hbm_d], [d], marker="o", markersize=6, markerfacecolor="white",
+                    markeredgecolor=colour, markeredgewidth=1.3, zorder=5)
+
+    # Task points, with a thin vertical line up to their roof: the gap is the headroom. Labels go
+    # on the side with room (left of points in the right part of the chart) on a white backing so
+    # that they stay readable where they cross a roof.
+    backing = {"boxstyle": "round,pad=0.25", "fc": "white", "ec": "none", "alpha": 0.85}
+    for t in tasks:
+        x = _num(t.get("intensity"))
+        if x is None:
+            continue
+        marker, colour = _TASK_MARKERS.get(t.get("kind", ""), ("D", "#111111"))
+        y = _num(t.get("tflops"))
+        roof = _num(t.get("roof_tflops"))
+        label = str(t.get("label") or t.get("kind") or "task")
+        right_part = math.log(x / x_lo) / math.log(x_hi / x_lo) > 0.55
+        dx, ha = (-10, "right") if right_part else (10, "left")
+        size = 13 if marker == "*" else 8
+        roof_name = t.get("roof_label") or "roof"
+        if y is not None:
+            if roof and roof > y:
+                ax.plot([x, x], [y, roof], color=colour, linewidth=0.9, linestyle=(0, (2, 2)))
+            ax.plot([x], [y], marker=marker, markersize=size, color=colour, markeredgecolor="white",
+                    markeredgewidth=0.8, zorder=6, linestyle="none")
+            text = f"{label}: {_fmt(y)} TFLOP/s" + (f", {y / roof:.0%} of the {roof_name}" if roof else "")
+        elif roof is not None:
+            y = roof
+            ax.plot([x], [y], marker=marker, markersize=size, markerfacecolor="white",
+                    markeredgecolor=colour, markeredgewidth=1.4, zorder=6, linestyle="none")
+            text = f"{label} (not timed): {_fmt(roof)} TFLOP/s at best, {_fmt(x)} FLOP/B"
+        else:
+            continue
+        ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, -3), fontsize=8.5,
+                    color=colour, ha=ha, va="top", bbox=backing, zorder=7)
+
+    handles = []
+    if measured:
+        handles.append(Line2D([], [], color="#333333", linewidth=2.2, label=measured_label))
+    if sustained:
+        handles.append(Line2D([], [], color="#333333", linewidth=1.6, linestyle=(0, (1, 1.6)),
+                              label="measured (sustained)"))
+    if datasheet:
+        handles.append(Line2D([], [], color="#333333", linewidth=1.4, linestyle=(0, (5, 3)),
+                              label="datasheet"))
+    handles.append(Line2D([], [], color="#333333", marker="o", linestyle="none", markersize=6,
+                          label="ridge point (FLOP/B), vs HBM"))
+    ax.legend(handles=handles, loc="lower right", fontsize=8.5, frameon=True, framealpha=0.92)
+
+    fig.savefig(str(path), format=path.suffix.lower().lstrip("."))
+    return path
+
+
+# --------------------------------------------------------------------------------------------------
+# From a calibration
+# --------------------------------------------------------------------------------------------------
+
+def _datasheet_peaks_for(name: str | None) -> dict[str, float] | None:
+    from ..peaks.datasheet import lookup
+
+    sku = lookup(name) if name else None
+    if sku is None:
+        return None
+    out = {"bandwidth_tbps": sku.bandwidth_tbps}
+    for unit in ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8"):
+        v = getattr(sku, unit)
+        if v is not None:
+            out[unit] = v
+    return out
+
+
+def _calibration_subtitle(cal: Mapping[str, Any]) -> str:
+    gpu = cal.get("gpu") or {}
+    bits = [f"calibrated {str(cal.get('date', '?'))[:16].replace('T', ' ')} ({cal.get('mode', '?')})"]
+    if gpu.get("uuid"):
+        bits.append(gpu["uuid"])
+    if cal.get("driver_version"):
+        bits.append(f"driver {cal['driver_version']}")
+    if cal.get("package_version"):
+        bits.append(f"roofline-ext {cal['package_version']}")
+    if cal.get("fixture"):
+        bits.append("TEST FIXTURE, not a measurement")
+    return "  |  ".join(bits)
+
+
+def _load_calibration(cal: Mapping[str, Any] | str | os.PathLike) -> Mapping[str, Any]:
+    if isinstance(cal, Mapping):
+        return cal
+    import json
+
+    try:
+        return json.loads(Path(cal).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot read calibration {cal}: {exc}") from exc
+
+
+def plot_calibration(cal: Mapping[str, Any] | str | os.PathLike, path: str | os.PathLike, *,
+                     sustained: bool = True) -> Path:
+    """Chart of one calibration (a dict or a calibration JSON file): datasheet roofs dashed, the
+    burst roofs solid, the sustained ones dotted (``sustained=False`` leaves them out)."""
+    cal = _load_calibration(cal)
+    peaks = cal.get("peaks") or {}
+    gpu = cal.get("gpu") or {}
+    stored = cal.get("datasheet")
+    if isinstance(stored, Mapping) and isinstance(stored.get("peaks"), Mapping):
+        datasheet = stored["peaks"]  # what the calibration compared against when it ran
+    elif "datasheet" in cal and stored is None:
+        datasheet = None  # the part is not in the table: no datasheet roofs to draw
+    else:
+        datasheet = _datasheet_peaks_for(gpu.get("name"))
+    return plot_roofline(
+        path,
+        title=f"{gpu.get('name', 'GPU')}: measured " + ("vs datasheet roofline" if datasheet else "roofline"),
+        subtitle=_calibration_subtitle(cal),
+        datasheet=datasheet,
+        measured=peaks.get("burst"),
+        sustained=peaks.get("sustained") if sustained else None,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# From an analysis (``roofline-ext analyze --json`` / ``analysis.analyze_task``)
+# --------------------------------------------------------------------------------------------------
+
+_UNIT_CEILING = {"fp64": "FP64", "fp64_tensor": "FP64", "fp32": "FP32", "tf32": "TF32",
+                 "fp16": "FP16/BF16", "bf16": "FP16/BF16", "fp8": "FP8"}
+
+
+def _analysis_roof(result: Mapping[str, Any]) -> tuple[str | None, Mapping[str, Any] | None]:
+    """The roof the task is judged against in the chart: measured when there is one (it is what
+    the chart draws solid), else the result's primary roof."""
+    roofs = result.get("roofs") or {}
+    for name in ("measured", result.get("primary_roof"), "datasheet", "derived"):
+        if name and isinstance(roofs.get(name), Mapping):
+            return name, roofs[name]
+    return None, None
+
+
+def _task_points(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Reference and candidate as chart points: at the task's arithmetic intensity, at the rate each
+    achieved (all FLOPs over its time), with the roof's attainable rate at that intensity."""
+    flops = (_num(result.get("flops")) or 0.0) + (_num(result.get("simt_flops")) or 0.0)
+    nbytes = _num(result.get("bytes"))
+    intensity = _num(result.get("arithmetic_intensity")) or (flops / nbytes if flops and nbytes else None)
+    if not intensity or not flops:
+        return []
+    roof_name, roof = _analysis_roof(result)
+    t_min = _num((roof or {}).get("t_min_ms"))
+    roof_tflops = flops / (t_min * 1e-3) / 1e12 if t_min else None
+    task = str(result.get("task") or "task")
+    points = []
+    for kind, key in (("reference", "t_ref_ms"), ("candidate", "t_new_ms")):
+        ms = _num(result.get(key))
+        if ms:
+            points.append({"kind": kind, "label": kind, "intensity": intensity,
+                           "tflops": flops / (ms * 1e-3) / 1e12, "roof_tflops": roof_tflops,
+                           "roof_label": f"{roof_name} roof"})
+    if not points:
+        points.append({"kind": "reference", "label": task, "intensity": intensity, "tflops": None,
+                       "roof_tflops": roof_tflops, "roof_label": f"{roof_name} roof"})
+    return points
+
+
+def plot_task(result: Mapping[str, Any], path: str | os.PathLike,
+              calibration: Mapping[str, Any] | None = None, *, regime: str | None = None) -> Path:
+    """Chart of one analysed task on its GPU's roofline (``analyze --plot FILE``).
+
+    ``result`` is what ``analyze`` produces (``runner.analyze.analyze_task`` or its ``--json``).
+    The measured roofs come from ``calibration`` when given (the caller looks it up, by the card's
+    UUID: a chart never guesses which card's roofs to draw); else, when the analysis was handed
+    measured peaks, the two it used; else only the datasheet roofs are drawn. The task
+    sits at its arithmetic intensity and at the rate the reference (●) and the candidate (★)
+    achieved, with a dotted line up to the roof; an untimed task is drawn hollow on its roof.
+    """
+    regime = regime or str(result.get("regime") or "burst")
+    gpu_name = result.get("gpu") if isinstance(result.get("gpu"), str) else None
+    roofs = result.get("roofs") or {}
+    measured = None
+    subtitle = ""
+    if calibration is not None:
+        measured = (calibration.get("peaks") or {}).get(regime)
+        gpu_name = gpu_name or (calibration.get("gpu") or {}).get("name")
+        subtitle = _calibration_subtitle(calibration)
+    elif isinstance(roofs.get("measured"), Mapping):
+        # Measured peaks handed to analyze directly: draw the two it used.
+        m = roofs["measured"]
+        unit = m.get("compute_unit")
+        measured = {k: v for k, v in (("bandwidth_tbps", m.get("bandwidth_tbps")),
+                                      (unit, m.get("compute_tflops"))) if k and v}
+        subtitle = "measured roofs as given to analyze"
+    datasheet = _datasheet_peaks_for(result.get("sku") or gpu_name)
+    if not subtitle:
+        subtitle = ("no calibration cached for this GPU: datasheet roofs only "
+                    "(run 'roofline-ext calibrate' on it)")
+    dtype = str(result.get("compute_dtype") or result.get("dtype") or "").replace("torch.", "")
+    bound = result.get("bound")
+    if dtype or bound:
+        subtitle = f"{dtype}{', ' if dtype and bound else ''}{bound + '-bound' if bound else ''}  |  " + subtitle
+    # Only the ceilings that bind this task: its dtype's unit and FP32 (its non-tensor FLOPs run on
+    # the CUDA cores). The calibration chart shows them all; here they would crowd the task's labels.
+    unit_ceiling = _UNIT_CEILING.get(str(result.get("compute_unit")))
+    ceilings = ["FP32"] + ([unit_ceiling] if unit_ceiling and unit_ceiling != "FP32" else [])
+    if not unit_ceiling:
+        ceilings = list(DEFAULT_CEILINGS)
+    task = str(result.get("task") or Path(str(result.get("path") or "task")).stem)
+    return plot_roofline(
+        path,
+        title=f"{task} on {gpu_name or 'GPU'}",
+        subtitle=subtitle,
+        datasheet=datasheet,
+        measured=measured,
+        tasks=_task_points(result),
+        ceilings=ceilings,
+        measured_label=f"measured ({regime})",
+    )

@@ -1,0 +1,101 @@
+"""The JSON and CSV files of ``analyze``: rewritten atomically after every result.
+
+A reader (or a crash) sees the old file or the new one, never half of one; a batch interrupted
+half-way leaves a file whose ``complete`` is false.
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+
+def public(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A result without its private keys (``_roofline``): what goes into JSON."""
+    return {k: v for k, v in result.items() if not k.startswith("_")}
+
+
+CSV_COLUMNS = (
+    "task", "path", "status", "error_kind", "error", "flops", "simt_flops", "bytes", "input_bytes",
+    "param_bytes", "output_bytes", "dtype", "compute_dtype", "arithmetic_intensity", "gpu", "regime",
+    "t_min_ms", "bound",
+    "datasheet_t_min_ms", "datasheet_bound", "datasheet_compute_tflops", "datasheet_bandwidth_tbps",
+    "derived_t_min_ms", "derived_bound", "measured_t_min_ms", "measured_bound", "count_seconds",
+)
+
+
+def _csv_row(result: Mapping[str, Any]) -> dict[str, Any]:
+    row = {k: result.get(k) for k in CSV_COLUMNS if k in result}
+    for roof_name, roof in (result.get("roofs") or {}).items():
+        if roof:
+            for key in ("t_min_ms", "bound", "compute_tflops", "bandwidth_tbps"):
+                col = f"{roof_name}_{key}"
+                if col in CSV_COLUMNS:
+                    row[col] = roof.get(key)
+    return {k: ("" if row.get(k) is None else row[k]) for k in CSV_COLUMNS}
+
+
+def write_atomic(path: Path, text: str) -> None:
+    # Temp file in the same folder + os.replace: a reader (or a crash) sees the old file or the new
+    # one, never half of one.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def summarize(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    failed = [r for r in results if r.get("status") != "ok"]
+    return {
+        "total": len(results),
+        "ok": len(results) - len(failed),
+        "failed": len(failed),
+        "failures": [{"task": r["task"], "path": r["path"], "error_kind": r.get("error_kind"),
+                      "error": r.get("error")} for r in failed],
+    }
+
+
+class ResultsWriter:
+    """Rewrites the JSON and/or CSV file after every result, atomically.
+
+    The JSON file is one object: ``{"gpu", "regime", "dtype", "complete", "summary", "tasks": [...]}``;
+    ``complete`` turns true only when the batch finished, so a file left by an interrupted batch
+    says so. The CSV file has one row per task (:data:`CSV_COLUMNS`).
+    """
+
+    def __init__(self, json_path: str | os.PathLike | None = None, csv_path: str | os.PathLike | None = None,
+                 meta: Mapping[str, Any] | None = None) -> None:
+        self.json_path = Path(json_path) if json_path else None
+        self.csv_path = Path(csv_path) if csv_path else None
+        self.meta = dict(meta or {})
+        self.results: list[dict[str, Any]] = []
+
+    def document(self, complete: bool) -> dict[str, Any]:
+        return {**self.meta, "complete": complete, "summary": summarize(self.results),
+                "tasks": [public(r) for r in self.results]}
+
+    def add(self, result: Mapping[str, Any]) -> None:
+        self.results.append(dict(result))
+        self.flush(complete=False)
+
+    def flush(self, complete: bool) -> None:
+        if self.json_path:
+            write_atomic(self.json_path, json.dumps(self.document(complete), indent=1, default=str) + "\n")
+        if self.csv_path:
+            buf = io.StringIO()
+            w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
+            w.writeheader()
+            for r in self.results:
+                w.writerow(_csv_row(r))
+            write_atomic(self.csv_path, buf.getvalue())

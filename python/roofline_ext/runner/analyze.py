@@ -1,0 +1,246 @@
+"""Analysis of task files against a GPU's roofs: one task (:func:`analyze_task`) or a folder of them
+(:func:`analyze_batch`), without running anything on a GPU.
+
+Kept apart from the CLI so that timing (``--time``/``--new``) can add ``t_ref_ms``/``t_new_ms`` to
+:func:`analyze_task` and reuse the batch loop unchanged.
+
+Task files are user code and run in this process when loaded (see :mod:`roofline_ext.tasks.loading`).
+Each task's failure becomes a result with ``status: "error"`` and a one-line ``error``; the batch
+goes on, and each result is written to the output files as soon as it exists (temp file +
+``os.replace``), so an interrupted batch keeps every task finished before the interruption.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import traceback
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from ..errors import RooflineError, UserError
+from ..model.floors import roofline
+from ..model.gpu import GpuChoice, resolve_gpu
+from ..peaks.cache import cached_peaks, find_cached
+from ..peaks.derived import derived_peaks_for_device
+from ..report.progress import Progress
+from ..report.writers import ResultsWriter
+from ..tasks.counting import count_task, require_torch
+from ..tasks.loading import load_task
+
+__all__ = ["analyze_task", "analyze_batch", "calibration_for", "error_result", "measured_peaks_for"]
+
+REGIMES = ("burst", "sustained")
+
+
+def measured_peaks_for(gpu_name: str, regime: str = "burst", uuid: str | None = None) -> Mapping[str, float] | None:
+    """Calibrated peaks for ``gpu_name`` from the calibration cache, or None.
+
+    The single hook between analysis and calibration: None when the calibration module is absent
+    or nothing is cached for this GPU.
+    """
+    if uuid:
+        # This very card's calibration when it has one (a host with several of one model).
+        peaks = cached_peaks(uuid=uuid, regime=regime)
+        if peaks is not None:
+            return peaks
+    return cached_peaks(gpu_name=gpu_name, regime=regime)
+
+
+def calibration_for(gpu: GpuChoice) -> dict[str, Any] | None:
+    """The cached calibration whose peaks :func:`measured_peaks_for` hands out for this GPU: this
+    card's own (by UUID) when it has one, else the newest of the same part; None without one."""
+    uuid = getattr(gpu.device, "uuid", None)
+    cal = find_cached(uuid=uuid) if uuid else None
+    return cal if cal is not None else find_cached(gpu_name=gpu.name)
+
+
+# --- one task ---------------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _task_sandbox():
+    """What a task may change and we put back: stdout (task prints must not corrupt JSON on stdout;
+    they go to stderr), warnings (torch's chatter about the task is not ours to show), torch's
+    default dtype (a task that calls torch.set_default_dtype must not change the next one)."""
+    torch = sys.modules.get("torch")
+    default_dtype = torch.get_default_dtype() if torch is not None else None
+    with contextlib.redirect_stdout(sys.stderr), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            yield
+        finally:
+            torch = sys.modules.get("torch")
+            if torch is not None:
+                torch.set_default_dtype(default_dtype or torch.float32)
+
+
+def _roof_dtype(counts) -> tuple[str, str | None]:
+    """dtype for the compute roof, and a note when it is a stand-in."""
+    if counts.compute_dtype is not None:
+        note = None
+        if counts.dtype == "mixed":
+            note = (f"mixed dtypes {', '.join(counts.dtypes)}: the {counts.compute_dtype} roof "
+                    "(the fastest present) is used, so the floor stays a floor")
+        return counts.compute_dtype, note
+    return "torch.float32", "no floating-point tensors: the float32 roof is used"
+
+
+def analyze_task(
+    path: str | os.PathLike,
+    gpu: GpuChoice | str | None = None,
+    dtype: str | None = None,
+    *,
+    regime: str = "burst",
+    strict_fp32: bool = False,
+    t_ref_ms: float | None = None,
+    t_new_ms: float | None = None,
+    measured: Mapping[str, float] | None | bool = True,
+    include_ops: bool = True,
+) -> dict[str, Any]:
+    """Count a task file and put it on the GPU's roofs. Returns a JSON-ready dict.
+
+    ``gpu``: a :class:`GpuChoice`, a name (as ``--gpu``), or None for the default. ``dtype``:
+    ``fp32|fp16|bf16`` casts model and inputs first. ``t_ref_ms``/``t_new_ms``: times measured
+    elsewhere (the timing layer), giving ``ref_roofline_frac``/``roofline_frac``. ``measured``:
+    True looks up the calibration cache for this GPU and ``regime``; a mapping is used as is;
+    None/False means no measured roof. Raises ``TaskError`` for a bad task file.
+    """
+    if regime not in REGIMES:
+        raise UserError(f"unknown regime {regime!r}; choose one of: {', '.join(REGIMES)}")
+    choice = gpu if isinstance(gpu, GpuChoice) else resolve_gpu(gpu)
+    require_torch()  # before the task's own `import torch` fails with a less helpful message
+
+    with _task_sandbox():
+        task = load_task(path)
+        try:
+            counts = count_task(task, dtype)
+        finally:
+            task.unload()
+
+    derived = None
+    if choice.device is not None:
+        try:
+            derived = derived_peaks_for_device(choice.device)
+        except Exception:  # a device record without attributes: no derived roof, not an error
+            derived = None
+    if measured is True:
+        measured = measured_peaks_for(choice.name, regime, getattr(choice.device, "uuid", None))
+    elif measured is False:
+        measured = None
+
+    roof_dtype, dtype_note = _roof_dtype(counts)
+    r = roofline(
+        counts.flops, counts.bytes, roof_dtype, choice.sheet if choice.sheet is not None else choice.name,
+        t_ref_ms, t_new_ms, simt_flops=counts.simt_flops, strict_fp32=strict_fp32,
+        derived=derived, measured=measured,
+    )
+    notes = list(counts.notes)
+    if dtype_note:
+        notes.append(dtype_note)
+    if r is None:
+        notes.append("no roofline: nothing is read or written, or no peaks are known for this GPU")
+
+    result: dict[str, Any] = {
+        "task": counts.task,
+        "path": counts.path,
+        "status": "ok",
+        "model": counts.model,
+        "has_model_new": counts.has_model_new,
+        "flops": counts.flops,
+        "simt_flops": counts.simt_flops,
+        "bytes": counts.bytes,
+        "input_bytes": counts.input_bytes,
+        "param_bytes": counts.param_bytes,
+        "output_bytes": counts.output_bytes,
+        "dtype": counts.dtype,
+        "dtypes": counts.dtypes,
+        "compute_dtype": roof_dtype,
+        "cast": counts.cast,
+        "arithmetic_intensity": counts.arithmetic_intensity,
+        "inputs": counts.inputs,
+        "outputs": counts.outputs,
+        "gpu": choice.name,
+        "gpu_source": choice.source,
+        "sku": choice.sheet.name if choice.sheet is not None else None,
+        "regime": regime,
+        "strict_fp32": strict_fp32,
+        "t_min_ms": r["t_min_ms"] if r else None,
+        "bound": r["bound"] if r else None,
+        "primary_roof": r["primary_roof"] if r else None,
+        "compute_unit": r["unit"] if r else None,
+        "roofs": r["roofs"] if r else {"datasheet": None, "derived": None, "measured": None},
+        "t_ref_ms": t_ref_ms,
+        "t_new_ms": t_new_ms,
+        "ref_roofline_frac": r.get("ref_roofline_frac") if r else None,
+        "roofline_frac": r.get("roofline_frac") if r else None,
+        "impossible": bool(r and r["impossible"]),
+        "count_seconds": counts.seconds,
+        "notes": notes,
+    }
+    if include_ops:
+        result["by_op"] = counts.by_op
+    # The roofline() dict itself, for describe(); not JSON output (it repeats the fields above).
+    result["_roofline"] = r
+    return result
+
+
+def error_result(path: str | os.PathLike, exc: BaseException) -> dict[str, Any]:
+    """The record of a task that failed: its one-line reason and the step that failed."""
+    kind = getattr(exc, "kind", None)
+    if kind is None:
+        kind = "error" if isinstance(exc, RooflineError) else "internal"
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    if kind == "internal":
+        message = f"{type(exc).__name__}: {message}"
+    return {"task": Path(path).stem, "path": str(path), "status": "error", "error_kind": kind,
+            "error": message}
+
+
+# --- a batch ----------------------------------------------------------------------------------------
+
+def analyze_batch(
+    paths: Iterable[str | os.PathLike],
+    gpu: GpuChoice | str | None = None,
+    dtype: str | None = None,
+    *,
+    regime: str = "burst",
+    strict_fp32: bool = False,
+    writer: ResultsWriter | None = None,
+    progress: bool = True,
+    debug: bool = False,
+    measured: Mapping[str, float] | None | bool = True,
+    analyze: Callable[..., dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """Analyze every task file in ``paths``; a failing task becomes an error result, never a stop.
+
+    Each result goes to ``writer`` (if given) as soon as it exists. ``debug`` prints each failure's
+    traceback on stderr (the batch still goes on). ``measured`` as for :func:`analyze_task`, looked
+    up once for the whole batch. ``analyze`` replaces :func:`analyze_task` (same
+    signature), for callers that add timing. Ctrl-C stops the batch; results so far are kept.
+    """
+    paths = [Path(p) for p in paths]
+    choice = gpu if isinstance(gpu, GpuChoice) else resolve_gpu(gpu)
+    analyze = analyze or analyze_task
+    # Measured peaks are per GPU, not per task: look them up once.
+    if measured is True:
+        measured = measured_peaks_for(choice.name, regime, getattr(choice.device, "uuid", None))
+    elif measured is False:
+        measured = None
+    results: list[dict[str, Any]] = []
+    with Progress(len(paths), enabled=progress) as bar:
+        for p in paths:
+            bar.start(p.name)
+            try:
+                result = analyze(p, choice, dtype, regime=regime, strict_fp32=strict_fp32, measured=measured)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # SystemExit from a task too; only Ctrl-C ends a batch
+                if debug:
+                    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+                result = error_result(p, exc)
+            results.append(result)
+            if writer is not None:
+                writer.add(result)
+            bar.advance(p.name)
+    return results
