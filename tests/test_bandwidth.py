@@ -31,7 +31,7 @@ def test_no_gpu_raises_with_reason_simulated(monkeypatch):
     def no_core():
         raise AssertionError("measure_bandwidth reached the native core without a GPU")
 
-    monkeypatch.setattr(importlib.import_module("roofline_ext.device.native"), "core", no_core)
+    monkeypatch.setattr(importlib.import_module("roofline_ext.device.status"), "core", no_core)
     with pytest.raises(GpuUnavailableError) as info:
         roofline_ext.measure_bandwidth()
     assert info.value.availability is fake
@@ -260,7 +260,7 @@ def _fake_gpu(monkeypatch, tbps_by_pattern, theoretical=4.815):
     fake_av = Availability(Reason.OK, "simulated GPU", {"cuda": {"count": 1}})
     monkeypatch.setattr(av, "_cached", lambda: fake_av)
     core = _FakeCore(tbps_by_pattern)
-    monkeypatch.setattr(importlib.import_module("roofline_ext.device.native"), "core", lambda: core)
+    monkeypatch.setattr(importlib.import_module("roofline_ext.device.status"), "core", lambda: core)
     dev = SimpleNamespace(name="Simulated H200", uuid="GPU-0000", l2_bytes=60 * MiB, memory_free_bytes=140 * GiB,
                           theoretical_bandwidth_tbps=theoretical, driver_version="580", cuda_driver_version="13.0")
     monkeypatch.setattr(importlib.import_module("roofline_ext.device.listing"), "device", lambda index=0: dev)

@@ -163,7 +163,7 @@ def fake(monkeypatch):
     def install(facts, rates, clock=1755.0, kernel_clock=1600.0):
         core = FakeCore(facts, rates, kernel_clock)
         monkeypatch.setattr(availability_mod, "require_measurement", lambda device=0: None)
-        native = importlib.import_module("roofline_ext.device.native")
+        native = importlib.import_module("roofline_ext.device.status")
         telemetry = importlib.import_module("roofline_ext.device.telemetry")
 
         monkeypatch.setattr(native, "core", lambda: core)

@@ -110,7 +110,7 @@ class NativeBackend:
                                   warmup=1).plateau.tbps_median
             return run_l2
 
-        from ..device.native import core
+        from ..device.status import core
         from ..measure.compute import measure_path
 
         _core = core()

@@ -2,7 +2,8 @@
 
 Importing the extension loads nothing GPU-related (NVML is dlopen-ed and CUDA initialised by the
 first call that needs them), but keeping even the import lazy means a broken build is reported as
-an availability reason instead of breaking ``import roofline_ext``.
+an availability reason instead of breaking ``import roofline_ext``. The raising accessor, ``core()``,
+lives in :mod:`.status` beside the reasons it raises with, so this module imports nothing of ours.
 """
 from __future__ import annotations
 
@@ -27,14 +28,3 @@ def core_or_none() -> ModuleType | None:
 def import_error() -> str | None:
     """Why the native module could not be imported (None when it was)."""
     return _import()[1]
-
-
-def core() -> ModuleType:
-    """The native module, or ``GpuUnavailableError`` carrying the availability reason."""
-    mod = core_or_none()
-    if mod is None:
-        from .status import availability
-        from ..errors import GpuUnavailableError
-
-        raise GpuUnavailableError(availability())
-    return mod

@@ -135,3 +135,13 @@ def require_measurement(device: int = 0) -> Availability:
     if not isinstance(device, int) or not 0 <= device < count:
         raise UserError(f"no CUDA device {device!r}: {count} visible (indices 0..{count - 1})")
     return a
+
+
+def core() -> Any:
+    """The native module, or ``GpuUnavailableError`` carrying the availability reason."""
+    mod = core_or_none()
+    if mod is None:
+        from ..errors import GpuUnavailableError
+
+        raise GpuUnavailableError(availability())
+    return mod

@@ -332,7 +332,7 @@ def measure_pattern(device: int, pattern: str, buffer_bytes: int, *, configs: Se
     """One pattern over buffers of `buffer_bytes`, every configuration on one allocation, NVML sampled
     meanwhile. Raises VerificationError (from the core) on wrong output and MeasurementError on a
     figure above `theoretical_tbps`."""
-    from ..device.native import core
+    from ..device.status import core
 
     if pattern not in PATTERNS:
         raise UserError(f"unknown bandwidth pattern {pattern!r}; choose from {', '.join(PATTERNS)}")
@@ -351,7 +351,7 @@ def measure_l2(device: int, l2_bytes: int, *, sizes: Sequence[int] | None = None
                warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED,
                progress: Callable[[int, int], None] | None = None) -> L2Result:
     """Read bandwidth per working-set size (best median over `configs` at each size)."""
-    from ..device.native import core
+    from ..device.status import core
 
     _core = core()
     cfgs = [{k: v for k, v in dict(c).items() if k in CONFIG_KEYS} for c in (configs or DEFAULT_L2_CONFIGS)]
@@ -449,7 +449,7 @@ def measure_bandwidth(device: int = 0, *, patterns: Sequence[str] = PATTERNS, si
         tel = r.telemetry or {}
         if tel.get("slowdown"):
             warnings.append(f"{r.pattern}: clock slowdown reasons during the run: {', '.join(tel['slowdown'])}")
-    from ..device.native import core
+    from ..device.status import core
 
     return BandwidthResult(
         device=device,
@@ -471,7 +471,7 @@ def measure_bandwidth(device: int = 0, *, patterns: Sequence[str] = PATTERNS, si
 
 def _free_bytes(device: int) -> int | None:
     """Free device memory now, as CUDA sees it (the NVML figure ignores this process's context)."""
-    from ..device.native import core
+    from ..device.status import core
 
     try:
         for d in core().cuda_devices():

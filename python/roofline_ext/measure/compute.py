@@ -46,6 +46,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UserError
+from ..peaks.datasheet import lookup
+from ..peaks.derived import clock_derived_peak
+from ..peaks.units import UNIT
 
 __all__ = [
     "PRECISIONS",
@@ -91,7 +94,7 @@ class ComputeBoundError(RuntimeError):
 
 
 def _unit(precision: str) -> str:
-    return "TOP/s" if precision == "int8" else "TFLOP/s"
+    return UNIT[precision].rate_unit
 
 
 @dataclass
@@ -252,18 +255,12 @@ def summarize_precision(precision: str, results: Mapping[str, PathResult]) -> Pr
 def _clock_peak(precision: str, device: Mapping[str, Any], clock_mhz: float | None) -> float | None:
     if not clock_mhz:
         return None
-    from ..peaks.derived import clock_derived_peak
-
     consumer = "geforce" in str(device.get("name", "")).lower()
     return clock_derived_peak(precision, (device["cc_major"], device["cc_minor"]), device["sm_count"],
                               float(clock_mhz), consumer=consumer)
 
 
 def _datasheet_peak(precision: str, name: str) -> float | None:
-    try:
-        from ..peaks.datasheet import lookup
-    except ImportError:  # pragma: no cover - the module ships with the package
-        return None
     sheet = lookup(name)
     return sheet.peak(precision) if sheet is not None else None
 
@@ -344,7 +341,7 @@ def measure_path(device: int, precision: str, path: str, config: Mapping[str, in
         from ..device.status import require_measurement
 
         require_measurement(device)
-        from ..device.native import core
+        from ..device.status import core
 
         _core = core()
     from ..device.telemetry import sampling
@@ -376,7 +373,7 @@ def measure_compute(device: int = 0, *, precisions: Iterable[str] = PRECISIONS, 
     from ..device.status import require_measurement
 
     require_measurement(device)
-    from ..device.native import core
+    from ..device.status import core
 
     _core = core()
     if reps < 1 or warmup < 0 or target_ms <= 0:

@@ -34,12 +34,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..peaks.datasheet import DatasheetPeaks, lookup
+from .results import Roof, RooflineResult
 from ..peaks.units import PEAK_KEYS, ROOFLINE_PEAK_KEYS, SUPPORTED_DTYPES, UNIT, UNITS, dtype_text, dtype_unit
 from ..peaks.derived import DerivedPeaks, derived_peaks_for_device
 from ..errors import UserError
 
 __all__ = [
     "roofline",
+    "roofline_result",
     "floor",
     "compute_unit_for_dtype",
     "SUPPORTED_DTYPES",
@@ -237,7 +239,7 @@ def _fraction(t_min: float, t: float | None) -> float | None:
 
 
 def _roof(src: _Source, ref: _Source | None, unit: str, flops: float, nbytes: float,
-          simt_flops: float, t_ref: float | None, t_new: float | None) -> dict | None:
+          simt_flops: float, t_ref: float | None, t_new: float | None) -> Roof | None:
     compute, compute_unit, compute_from = _resolve(src, _COMPUTE_CHAIN[unit], ref)
     simt_unit = "fp64" if unit == "fp64" else "fp32"
     simt, _, simt_from = _resolve(src, (simt_unit,), ref)
@@ -249,32 +251,18 @@ def _roof(src: _Source, ref: _Source | None, unit: str, flops: float, nbytes: fl
     f = floor(flops, nbytes, simt_flops, compute, simt, bandwidth)
     ref_fraction = _fraction(f["t_min_ms"], t_ref)
     new_fraction = _fraction(f["t_min_ms"], t_new)
-    ref_impossible = ref_fraction is not None and ref_fraction > 1 + _EPS
-    new_impossible = new_fraction is not None and new_fraction > 1 + _EPS
     clocks = src.clocks if compute_from == src.label else (ref.clocks if ref else {})
-    return {
-        "source": src.label,
-        "compute_unit": compute_unit,
-        "simt_unit": simt_unit,
-        "compute_tflops": compute,
-        "simt_tflops": simt,
-        "bandwidth_tbps": bandwidth,
-        # Where each peak came from: a measured roof borrows what calibration did not measure.
-        "peak_sources": {"compute": compute_from, "simt": simt_from, "bandwidth": bandwidth_from},
-        "clock_mhz": clocks.get(compute_unit) if compute_unit else None,
-        "t_compute_ms": f["t_compute_ms"],
-        "t_simt_ms": f["t_simt_ms"],
-        "t_memory_ms": f["t_memory_ms"],
-        "t_min_ms": f["t_min_ms"],
-        "bound": f["bound"],
-        "limiter": f["limiter"],
-        "ridge_flop_per_byte": f["ridge_flop_per_byte"],
-        "ref_fraction": ref_fraction,
-        "new_fraction": new_fraction,
-        "ref_impossible": ref_impossible,
-        "new_impossible": new_impossible,
-        "impossible": ref_impossible or new_impossible,
-    }
+    return Roof(
+        source=src.label, compute_unit=compute_unit, simt_unit=simt_unit, compute_tflops=compute,
+        simt_tflops=simt, bandwidth_tbps=bandwidth,
+        peak_sources={"compute": compute_from, "simt": simt_from, "bandwidth": bandwidth_from},
+        clock_mhz=clocks.get(compute_unit) if compute_unit else None,
+        t_compute_ms=f["t_compute_ms"], t_simt_ms=f["t_simt_ms"], t_memory_ms=f["t_memory_ms"],
+        t_min_ms=f["t_min_ms"], bound=f["bound"], limiter=f["limiter"],
+        ridge_flop_per_byte=f["ridge_flop_per_byte"], ref_fraction=ref_fraction, new_fraction=new_fraction,
+        ref_impossible=ref_fraction is not None and ref_fraction > 1 + _EPS,
+        new_impossible=new_fraction is not None and new_fraction > 1 + _EPS,
+    )
 
 
 def _check_time(name: str, value: Any) -> float | None:
@@ -292,7 +280,7 @@ def _gpu_display(gpu: Any, sheet: DatasheetPeaks | None) -> str | None:
     return sheet.full_name if sheet else None
 
 
-def roofline(
+def roofline_result(
     flops: float | None,
     nbytes: float | None,
     dtype: Any,
@@ -304,8 +292,8 @@ def roofline(
     strict_fp32: bool = False,
     derived: DerivedPeaks | Any | None = None,
     measured: Mapping[str, Any] | None = None,
-) -> dict | None:
-    """The roofline floor of a task and how close a reference and a candidate come to it.
+) -> RooflineResult | None:
+    """The roofline floor of a task and how close a reference and a candidate come to it, typed.
 
     ``flops``: FLOPs that can run on the dtype's tensor cores (matmul, conv, attention);
     ``simt_flops``: FLOPs that cannot (elementwise, reductions), counted on the CUDA cores;
@@ -319,7 +307,7 @@ def roofline(
     "tf32": 450.0, "fp16": 900.0, "bf16": 910.0, "fp8": 1800.0, "int8": 1800.0}``; a peak it lacks is
     taken from the datasheet (or derived) roof and ``peak_sources`` says so.
 
-    Returns a dict with the seed's keys for the primary roof (the datasheet's when the GPU is in
+    Returns a :class:`RooflineResult`; :func:`roofline` gives its ``to_dict()``: a dict with the seed's keys for the primary roof (the datasheet's when the GPU is in
     the table): ``arithmetic_intensity``, ``bound``, ``t_min_ms``, ``ref_roofline_frac`` and, when
     ``t_new_ms`` is given, ``roofline_frac``; plus ``roofs`` = {"datasheet", "derived", "measured"},
     each None or a dict with its peaks, ``t_compute_ms``/``t_simt_ms``/``t_memory_ms``, ``t_min_ms``,
@@ -343,9 +331,39 @@ def roofline(
         # A device record (roofline_ext.device.listing.Device) stands for its name.
         gpu = getattr(gpu, "name", None) or str(gpu)
     sheet = lookup(gpu) if gpu is not None else None
+    sources = _sources(sheet, derived, measured)
+    roofs: dict[str, Roof | None] = {name: None for name in ROOF_NAMES}
+    for name, src in sources.items():
+        roofs[name] = _roof(src, _reference_for(src, sources), unit, flops, nbytes, simt_flops, t_ref, t_new)
+    primary = next((name for name in ROOF_NAMES if roofs[name] is not None), None)
+    if primary is None:
+        return None
+    return RooflineResult(
+        arithmetic_intensity=(flops + simt_flops) / nbytes, gpu=_gpu_display(gpu, sheet),
+        sku=sheet.name if sheet else None, dtype=dtype_text(dtype), unit=unit, flops=flops,
+        simt_flops=simt_flops, nbytes=nbytes, t_ref_ms=t_ref, t_new_ms=t_new, primary_roof=primary,
+        roofs=roofs,
+    )
+
+
+def roofline(
+    flops: float | None,
+    nbytes: float | None,
+    dtype: Any,
+    gpu: str | DatasheetPeaks | None,
+    t_ref_ms: float | None,
+    t_new_ms: float | None = None,
+    **options: Any,
+) -> dict | None:
+    """:func:`roofline_result` as a JSON-ready dict (its ``to_dict()``), or None; same arguments."""
+    r = roofline_result(flops, nbytes, dtype, gpu, t_ref_ms, t_new_ms, **options)
+    return r.to_dict() if r is not None else None
+
+
+def _sources(sheet: DatasheetPeaks | None, derived: Any, measured: Mapping[str, Any] | None) -> dict[str, _Source]:
+    """The roofs that apply, in the order of ``ROOF_NAMES``."""
     if derived is not None and not isinstance(derived, DerivedPeaks):
         derived = derived_peaks_for_device(derived)
-
     sources: dict[str, _Source] = {}
     if sheet is not None:
         sources["datasheet"] = _from_datasheet(sheet)
@@ -353,46 +371,14 @@ def roofline(
         sources["derived"] = _from_derived(derived)
     if measured is not None:
         sources["measured"] = _from_measured(measured)
-    if not sources:
-        return None
+    return sources
 
-    roofs: dict[str, dict | None] = {name: None for name in ROOF_NAMES}
-    for name, src in sources.items():
-        # The reference fills what a source cannot know: the datasheet first, then derived peaks
-        # of a known architecture.
-        ref = None
-        for candidate in ("datasheet", "derived"):
-            other = sources.get(candidate)
-            if other is not None and other is not src and other.hardware:
-                ref = other
-                break
-        roofs[name] = _roof(src, ref, unit, flops, nbytes, simt_flops, t_ref, t_new)
 
-    primary = next((name for name in ROOF_NAMES if roofs[name] is not None), None)
-    if primary is None:
-        return None
-    top = roofs[primary]
-    impossible_roofs = [name for name in ROOF_NAMES if roofs[name] and roofs[name]["impossible"]]
-    r = {
-        "arithmetic_intensity": (flops + simt_flops) / nbytes,
-        "bound": top["bound"],
-        "t_min_ms": top["t_min_ms"],
-        "ref_roofline_frac": top["ref_fraction"],
-        "ridge_flop_per_byte": top["ridge_flop_per_byte"],
-        "gpu": _gpu_display(gpu, sheet),
-        "sku": sheet.name if sheet else None,
-        "dtype": dtype_text(dtype),
-        "unit": unit,
-        "flops": flops,
-        "simt_flops": simt_flops,
-        "nbytes": nbytes,
-        "t_ref_ms": t_ref,
-        "t_new_ms": t_new,
-        "primary_roof": primary,
-        "roofs": roofs,
-        "impossible": bool(impossible_roofs),
-        "impossible_roofs": impossible_roofs,
-    }
-    if t_new is not None:
-        r["roofline_frac"] = top["new_fraction"]
-    return r
+def _reference_for(src: _Source, sources: Mapping[str, _Source]) -> _Source | None:
+    """What fills the peaks a source cannot know: the datasheet first, then derived peaks of a
+    known architecture."""
+    for candidate in ("datasheet", "derived"):
+        other = sources.get(candidate)
+        if other is not None and other is not src and other.hardware:
+            return other
+    return None

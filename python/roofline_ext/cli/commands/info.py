@@ -64,7 +64,7 @@ def run(args) -> int:
         print(f"roofline-ext: no usable GPU: {avail.message}", file=sys.stderr)
         return EXIT_NO_GPU
     from ..._version import __version__
-    from ...device.native import core
+    from ...device.status import core
 
     build = core().build_info()
     if args.json:

@@ -1,0 +1,149 @@
+# Hand-written stub of the native core, roofline_ext._core (csrc/module.cpp,
+# csrc/bandwidth_bindings.cpp, csrc/compute_bindings.cpp). Keep it in step with the bindings:
+# argument names and defaults are the py::arg ones; every dict is a plain dict built in C++.
+#
+# The functions under "CUDA part" exist only when the core was compiled with CUDA
+# (CUDA_COMPILED is True); a host-only build (ROOFLINE_ENABLE_CUDA=OFF, or AUTO without nvcc)
+# lacks them, so callers check CUDA_COMPILED or hasattr() first.
+from collections.abc import Iterable
+from typing import Any
+
+# True when the CUDA part (cuda_*, bandwidth_*, compute_*) is compiled in.
+CUDA_COMPILED: bool
+
+# Exceptions: registered module-locally, so they are raised only for errors thrown by this module.
+# Base of every error the core raises on purpose.
+class CoreError(RuntimeError): ...
+
+# A CUDA runtime call failed; the message names the call, file:line and the CUDA error.
+class CudaError(CoreError): ...
+
+# An NVML call failed, or libnvidia-ml.so.1 could not be loaded or initialised.
+class NvmlError(CoreError): ...
+
+# A kernel ran but produced wrong results: its measurement must not be reported.
+class VerificationError(CoreError): ...
+
+# Identity (always present) ------------------------------------------------------------------
+
+# {'version': str, 'cuda_compiled': bool, 'cuda_runtime_version': int | None}.
+def build_info() -> dict[str, Any]: ...
+
+# {'driver_version': str, 'cuda_driver_version': int, 'device_count': int}. Raises NvmlError.
+def nvml_system() -> dict[str, Any]: ...
+
+# One dict per GPU NVML sees (ignores CUDA_VISIBLE_DEVICES). Raises NvmlError.
+#
+# Keys: nvml_index, name, uuid, pci_bus_id, cc_major, cc_minor (always set); architecture,
+# cuda_cores, memory_bus_width_bits, memory_total_bytes, memory_free_bytes, memory_used_bytes,
+# max_sm_clock_mhz, max_mem_clock_mhz, max_graphics_clock_mhz, sm_clock_mhz, mem_clock_mhz,
+# power_limit_mw, enforced_power_limit_mw, power_draw_mw, temperature_c, mig_current,
+# mig_pending, ecc_current, ecc_pending, clock_event_reasons, clock_event_reason_names,
+# compute_processes, pcie_gen, pcie_width (None where the device does not report them).
+def nvml_devices() -> list[dict[str, Any]]: ...
+
+# NVML's view of one GPU, same keys as nvml_devices() (nvml_index is 0). Raises NvmlError.
+def nvml_device_by_pci_bus_id(pci_bus_id: str) -> dict[str, Any]: ...
+
+# Names of the clock-event (throttle) reason bits set in mask ('unknown_0x...' for others).
+def reason_names(mask: int) -> list[str]: ...
+
+# Telemetry (always present) -----------------------------------------------------------------
+
+# NVML sampler thread for one GPU, found by PCI bus id. Raises NvmlError when NVML cannot serve it.
+class TelemetrySampler:
+    def __init__(self, pci_bus_id: str, interval_ms: float = 25.0) -> None: ...
+    # Starts sampling. Raises CoreError if already running.
+    def start(self) -> None: ...
+    # Stops and returns the samples: {'t_s', 'sm_clock_mhz', 'mem_clock_mhz', 'power_w',
+    # 'temperature_c', 'reasons'}. Raises CoreError if not running.
+    def stop(self) -> list[dict[str, Any]]: ...
+    # Whether the sampler thread is running.
+    @property
+    def running(self) -> bool: ...
+
+# CUDA part (only when CUDA_COMPILED) ------------------------------------------------------
+
+# Never raises: {'code': int, 'name': str, 'message': str, 'count': int,
+# 'runtime_version': int, 'driver_version': int} from cudaGetDeviceCount.
+def cuda_probe() -> dict[str, Any]: ...
+
+# One dict per CUDA-visible device; creates no CUDA context. Raises CudaError.
+#
+# Keys: cuda_index, name, pci_bus_id, uuid, cc_major, cc_minor, sm_count, l2_bytes,
+# shared_mem_per_sm, shared_mem_per_block_optin, regs_per_sm, max_threads_per_sm,
+# memory_total_bytes (CUDA), memory_free_bytes (NVML; None when NVML cannot tell),
+# memory_bus_width_bits.
+def cuda_devices() -> list[dict[str, Any]]: ...
+
+# cudaMemGetInfo on one device (creates its primary context): {'cuda_index',
+# 'memory_free_bytes', 'memory_total_bytes'}. Raises CudaError.
+def cuda_memory_info(device: int) -> dict[str, Any]: ...
+
+# Times pattern ('read', 'write', 'copy', 'triad') once per configuration dict (keys threads,
+# unroll, blocks_per_sm, load, store, bulk_bytes). One result dict per configuration.
+def bandwidth_run(
+    device: int,
+    pattern: str,
+    buffer_bytes: int,
+    reps: int = 30,
+    warmup: int = 5,
+    configs: dict[str, Any] | Iterable[dict[str, Any]] | None = None,
+    seed: int = 12345,
+    fault: str = "none",
+) -> list[dict[str, Any]]: ...
+
+# Times reads of an L2-sized working set, about bytes_per_launch per launch.
+def bandwidth_l2_read(
+    device: int,
+    working_set_bytes: int,
+    bytes_per_launch: int = 2147483648,
+    reps: int = 30,
+    warmup: int = 5,
+    configs: dict[str, Any] | Iterable[dict[str, Any]] | None = None,
+    seed: int = 12345,
+    fault: str = "none",
+) -> list[dict[str, Any]]: ...
+
+# {'patterns', 'unrolls', 'loads', 'stores', 'default_config'}: the values this build accepts.
+def bandwidth_capabilities() -> dict[str, Any]: ...
+
+# {'device', 'name', 'cc_major', 'cc_minor', 'sm_count', 'max_sm_clock_mhz' (float | None),
+# 'shared_mem_per_block_optin'}.
+def compute_device(device: int) -> dict[str, Any]: ...
+
+# {precision: {path: {'supported': bool, 'reason': str | None}}}.
+def compute_paths(device: int) -> dict[str, dict[str, dict[str, Any]]]: ...
+
+# {'passed', 'max_error', 'tolerance', 'checked', 'mismatches', 'iterations', 'detail'};
+# never raises for a mismatch. Raises CoreError for an unsupported pair.
+def compute_verify(
+    device: int,
+    precision: str,
+    path: str,
+    corrupt: bool = False,
+    iterations: int = 0,
+    threads_per_block: int = 0,
+    blocks_per_sm: int = 0,
+    warpgroups: int = 0,
+    swizzle: int = -1,
+    a_from_registers: int = -1,
+    swap_descriptor_strides: bool = False,
+) -> dict[str, Any]: ...
+
+# Verifies, then times (precision, path). Raises VerificationError on wrong results,
+# CoreError for an unsupported pair.
+def compute_run(
+    device: int,
+    precision: str,
+    path: str,
+    reps: int = 20,
+    warmup: int = 3,
+    target_ms: float = 2.0,
+    iterations: int = 0,
+    threads_per_block: int = 0,
+    blocks_per_sm: int = 0,
+    warpgroups: int = 0,
+    swizzle: int = -1,
+    a_from_registers: int = -1,
+) -> dict[str, Any]: ...
