@@ -1,10 +1,18 @@
 // CUDA device attributes and move-only RAII owners (device scope, buffer, stream, events).
 // Destructors never throw: a failing free during unwinding would terminate the process.
+//
+// Listing (cuda_device_count, cuda_device_props) creates no CUDA context: it uses only calls that
+// initialise the runtime and driver but leave the primary context alone (cudaGetDeviceCount,
+// cudaGetDeviceProperties, cudaDeviceGetAttribute, cudaDeviceGetPCIBusId), and takes free memory
+// from NVML. Everything below DeviceScope (and cuda_memory_info) is the measurement side: it makes
+// the device current, which creates its primary context (cudaSetDevice does so since CUDA 12).
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -26,8 +34,10 @@ struct CudaDeviceProps {
   int regs_per_sm = 0;
   int max_threads_per_sm = 0;
   int warp_size = 32;
-  std::size_t memory_total = 0;
-  std::size_t memory_free = 0;
+  std::size_t memory_total = 0;  // cudaDeviceProp::totalGlobalMem: a device attribute, no context
+  // From NVML (nvmlDeviceGetMemoryInfo), not cudaMemGetInfo, which needs the device's context.
+  // Empty when NVML cannot say (no NVML, or a MIG instance NVML cannot be matched to).
+  std::optional<std::uint64_t> memory_free;
   int memory_bus_width_bits = 0;
   int runtime_version = 0;
   int driver_version = 0;  // CUDA version the driver supports, e.g. 13000
@@ -36,7 +46,15 @@ struct CudaDeviceProps {
 // Number of CUDA devices, or throws CudaError carrying why there are none
 // (cudaErrorInsufficientDriver = 35, cudaErrorNoDevice = 100, ...).
 int cuda_device_count();
+// Attributes of one device; creates no context (see the top of this file).
 CudaDeviceProps cuda_device_props(int device);
+
+// cudaMemGetInfo with `device` current: what this process can still allocate there. Creates the
+// device's primary context (the measurement will need it anyway); for sizing buffers, not listing.
+struct CudaMemoryInfo {
+  std::size_t free = 0, total = 0;
+};
+CudaMemoryInfo cuda_memory_info(int device);
 int cuda_runtime_version();
 int cuda_driver_version();  // 0 when no driver is installed
 

@@ -141,13 +141,32 @@ void bind_identity(py::module_& m) {
       r["shared_mem_per_block_optin"] = p.shared_mem_per_block_optin;
       r["regs_per_sm"] = p.regs_per_sm;
       r["max_threads_per_sm"] = p.max_threads_per_sm;
-      r["memory_total_bytes"] = p.memory_total;
-      r["memory_free_bytes"] = p.memory_free;
+      r["memory_total_bytes"] = p.memory_total;  // cudaDeviceProp::totalGlobalMem (no context)
+      // NVML's device-wide free memory (None when NVML cannot tell), no longer cudaMemGetInfo:
+      // that needed cudaSetDevice, which created a context on every listed GPU. It does not
+      // subtract the context this process creates later; cuda_memory_info() does, for sizing.
+      r["memory_free_bytes"] = opt(p.memory_free);
       r["memory_bus_width_bits"] = p.memory_bus_width_bits;
       out.append(r);
     }
     return out;
-  }, "Every CUDA-visible device (honours CUDA_VISIBLE_DEVICES), as dicts. Raises CudaError.");
+  }, "Every CUDA-visible device (honours CUDA_VISIBLE_DEVICES), as dicts. Creates no CUDA context: "
+     "memory_free_bytes comes from NVML (None without it). Raises CudaError.");
+
+  m.def("cuda_memory_info", [](int device) {
+    CudaMemoryInfo mi;
+    {
+      py::gil_scoped_release release;
+      mi = cuda_memory_info(device);
+    }
+    py::dict r;
+    r["cuda_index"] = device;
+    r["memory_free_bytes"] = mi.free;
+    r["memory_total_bytes"] = mi.total;
+    return r;
+  }, py::arg("device"),
+  "cudaMemGetInfo on one CUDA device: what this process can still allocate there. Creates the "
+  "device's primary context (for sizing a measurement's buffers, not for listing). Raises CudaError.");
 #endif
 }
 

@@ -36,6 +36,7 @@ struct Api {
   Return (*count)(unsigned*) = nullptr;
   Return (*by_index)(unsigned, Device*) = nullptr;
   Return (*by_pci)(const char*, Device*) = nullptr;
+  Return (*by_uuid)(const char*, Device*) = nullptr;
   Return (*name)(Device, char*, unsigned) = nullptr;
   Return (*uuid)(Device, char*, unsigned) = nullptr;
   Return (*pci)(Device, PciInfo*) = nullptr;
@@ -111,6 +112,7 @@ void load() {
   resolve(lib, a.count, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"});
   resolve(lib, a.by_index, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"});
   resolve(lib, a.by_pci, {"nvmlDeviceGetHandleByPciBusId_v2", "nvmlDeviceGetHandleByPciBusId"});
+  resolve(lib, a.by_uuid, {"nvmlDeviceGetHandleByUUID"});
   resolve(lib, a.name, {"nvmlDeviceGetName"});
   resolve(lib, a.uuid, {"nvmlDeviceGetUUID"});
   resolve(lib, a.pci, {"nvmlDeviceGetPciInfo_v3"});
@@ -225,6 +227,33 @@ Device handle_by_pci_bus_id(const std::string& bus_id) {
   return d;
 }
 
+std::optional<Device> find_by_uuid(const std::string& uuid) {
+  ensure_initialized();
+  if (!g_api.by_uuid) return std::nullopt;
+  Device d = nullptr;
+  if (g_api.by_uuid(uuid.c_str(), &d) != kSuccess) return std::nullopt;
+  return d;
+}
+
+std::optional<MemoryInfo> memory_info(Device d) {
+  ensure_initialized();
+  auto m = query<Memory>(g_api.memory, d);
+  if (!m) return std::nullopt;
+  MemoryInfo r;
+  r.total = m->total;
+  r.free = m->free;
+  r.used = m->used;
+  return r;
+}
+
+std::optional<unsigned> mig_mode(Device d) {
+  ensure_initialized();
+  if (!g_api.mig) return std::nullopt;
+  unsigned cur = 0, pend = 0;
+  if (g_api.mig(d, &cur, &pend) != kSuccess) return std::nullopt;
+  return cur;
+}
+
 DeviceInfo device_info(Device d, unsigned index) {
   ensure_initialized();
   const Api& a = g_api;
@@ -242,7 +271,7 @@ DeviceInfo device_info(Device d, unsigned index) {
   r.architecture = query<unsigned>(a.arch, d);
   r.cuda_cores = query<unsigned>(a.cores, d);
   r.memory_bus_width_bits = query<unsigned>(a.bus_width, d);
-  if (auto m = query<Memory>(a.memory, d)) {
+  if (auto m = memory_info(d)) {
     r.memory_total = m->total;
     r.memory_free = m->free;
     r.memory_used = m->used;

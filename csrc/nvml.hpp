@@ -58,6 +58,12 @@ struct Sample {
   std::optional<std::uint64_t> reasons;
 };
 
+// Memory of one device as nvmlDeviceGetMemoryInfo reports it (device-wide: every process's
+// allocations and contexts count as used). Needs no CUDA context, unlike cudaMemGetInfo.
+struct MemoryInfo {
+  std::uint64_t total = 0, free = 0, used = 0;
+};
+
 // Loads the library and calls nvmlInit_v2 once; throws NvmlError (code -1 when the library itself
 // could not be loaded) with the reason.
 void ensure_initialized();
@@ -65,6 +71,13 @@ SystemInfo system_info();
 std::vector<DeviceInfo> devices();
 Device handle_by_index(unsigned index);
 Device handle_by_pci_bus_id(const std::string& bus_id);
+// The device with this UUID ("GPU-..." or, for a MIG instance, "MIG-..."); nullopt when NVML knows
+// no such device or lacks the entry point. Throws NvmlError only when NVML itself is unusable.
+std::optional<Device> find_by_uuid(const std::string& uuid);
+// nullopt when the device does not report its memory (or the entry point is missing).
+std::optional<MemoryInfo> memory_info(Device d);
+// nvmlDeviceGetMigMode's current mode (1 = enabled); nullopt when unsupported.
+std::optional<unsigned> mig_mode(Device d);
 DeviceInfo device_info(Device d, unsigned index);
 Sample sample(Device d);
 

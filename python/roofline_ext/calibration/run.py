@@ -32,6 +32,7 @@ import datetime as _dt
 import json
 import math
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..peaks.cache import SCHEMA_VERSION
@@ -248,6 +249,23 @@ def _hbm_for_sustain(hbm: Mapping[str, Any]) -> dict[str, Any]:
     return dict(hbm, path=pattern, value=p["tbps"], config=p["config"], buffer_bytes=p["buffer_bytes"])
 
 
+@dataclass
+class _Run:
+    """What one calibration carries from phase to phase."""
+
+    backend: Backend
+    device: int
+    dev: Any
+    sheet: Any
+    quick: bool
+    steps: _Steps
+    weights: dict[str, float]
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    unsupported: dict[str, str] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=lambda: {"bandwidth": None, "compute": {}})
+    trust: list[str] = field(default_factory=list)
+
+
 def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFAULT_SUSTAINED_S,
               progress: Callable[[float, float, str], None] | None = None,
               families: Sequence[str] = SUSTAINED_FAMILIES,
@@ -259,83 +277,97 @@ def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFA
     measured precision) run for ``sustained_s`` seconds (0 skips the phase). ``progress`` is called
     as ``progress(done, total, description)`` with rough seconds as units. ``precisions`` overrides
     the list of precisions measured. ``backend`` does the measuring (default: the native core;
-    tests pass a fake). Raises ``GpuUnavailableError`` when the device cannot be
-    measured, ``UserError`` for a bad index. Nothing is cached here: ``save()`` does that.
+    tests pass a fake). Raises ``GpuUnavailableError`` when the device cannot be measured,
+    ``UserError`` for a bad index. Nothing is cached here: ``peaks.cache.save()`` does that.
     """
-    from .._version import __version__
-
     backend = backend or NativeBackend()
     avail = backend.require(device)
     t_start = time.monotonic()
     dev = backend.device(device)
     state = _state(backend, dev)
-    trust = start_warnings(dev, state)
-    sheet = lookup(dev.name)
     precs = tuple(precisions) if precisions else (QUICK_PRECISIONS if quick else FULL_PRECISIONS)
     families = tuple(families) if (not quick and sustained_s and sustained_s > 0) else ()
-
     # Rough seconds per step, only for the progress bar.
     weights = {"bw": 3.0 if quick else 8.0, "prec": 1.5 if quick else 3.0, "sus": float(sustained_s) + 2.0}
     total = weights["bw"] + weights["prec"] * len(precs) + weights["sus"] * len(families)
-    steps = _Steps(progress, total, prefix=f"{'quick' if quick else 'full'} calibration: ")
-
-    entries: dict[str, dict[str, Any]] = {}
-    unsupported: dict[str, str] = {}
-    raw: dict[str, Any] = {"bandwidth": None, "compute": {}}
-    with steps.step("HBM bandwidth" + ("" if quick else " and L2"), weights["bw"]) as update:
-        bw = backend.measure_bandwidth(device, quick=quick,
-                                progress=lambda done, of, what: update(done / of if of else 0.0, what))
-    raw["bandwidth"] = bw
-    entries.update(_bandwidth_entries(bw, dev, sheet))
-    for prec in precs:
-        label = f"{short_label(prec)} throughput"
-        with steps.step(label, weights["prec"]) as update:
-            comp = backend.measure_compute(device, prec, quick=quick,
-                                    progress=lambda line, update=update: update(0.0, line))
-        raw["compute"][prec] = comp
-        found, missing = _compute_entries(comp, dev, sheet)
-        entries.update(found)
-        unsupported.update(missing)
-
-    sustained: dict[str, Any] | None = None
-    if families:
-        sustained = {"duration_s": float(sustained_s), "entries": {}}
-        for fam in families:
-            burst = entries.get(fam)
-            if burst is None:
-                unsupported_reason = unsupported.get(fam, "no burst figure to sustain")
-                sustained["entries"][fam] = None
-                trust.append(f"sustained {short_label(fam)} skipped: {unsupported_reason}")
-                continue
-            if fam == "hbm":
-                burst = _hbm_for_sustain(burst)
-            with steps.step(f"sustained {short_label(fam)} for {sustained_s:g} s",
-                            weights["sus"]) as part:
-                run_once = backend.sustained_runner(device, fam, burst, dev)
-                s = sustain(run_once, float(sustained_s), backend.sampling(device), part)
-            s.update(_sustained_fractions(fam, s, burst, dev))
-            sustained["entries"][fam] = s
-        sustained["entries"] = {k: v for k, v in sustained["entries"].items() if v is not None}
-
+    run = _Run(backend, device, dev, lookup(dev.name), quick,
+               _Steps(progress, total, prefix=f"{'quick' if quick else 'full'} calibration: "), weights)
+    run.trust = start_warnings(dev, state)
+    _burst(run, precs)
+    sustained = _sustained_phase(run, families, float(sustained_s)) if families else None
     end_state = _state(backend, dev)
+    run.trust += _end_warnings(run, state, end_state, sustained, float(sustained_s))
+    cal = _document(run, avail, state, end_state, sustained)
+    cal["wall_s"] = round(time.monotonic() - t_start, 2)
+    # Round-trip through JSON now, so that what calibrate() returns is exactly what save() writes;
+    # a stray NaN/inf deep in a raw result becomes null instead of failing minutes of measuring.
+    return _finite(json.loads(json.dumps(cal, default=_json_default)))
+
+
+def _burst(run: _Run, precs: Sequence[str]) -> None:
+    """HBM (and L2) bandwidth, then every precision: each entry is what the measurement layer reports."""
+    with run.steps.step("HBM bandwidth" + ("" if run.quick else " and L2"), run.weights["bw"]) as update:
+        bw = run.backend.measure_bandwidth(run.device, quick=run.quick,
+                                           progress=lambda done, of, what: update(done / of if of else 0.0, what))
+    run.raw["bandwidth"] = bw
+    run.entries.update(_bandwidth_entries(bw, run.dev, run.sheet))
+    for prec in precs:
+        with run.steps.step(f"{short_label(prec)} throughput", run.weights["prec"]) as update:
+            comp = run.backend.measure_compute(run.device, prec, quick=run.quick,
+                                               progress=lambda line, update=update: update(0.0, line))
+        run.raw["compute"][prec] = comp
+        found, missing = _compute_entries(comp, run.dev, run.sheet)
+        run.entries.update(found)
+        run.unsupported.update(missing)
+
+
+def _sustained_phase(run: _Run, families: Sequence[str], seconds: float) -> dict[str, Any]:
+    """Each family's burst winner run back to back for ``seconds``, its figure once clocks settle."""
+    sustained: dict[str, Any] = {"duration_s": seconds, "entries": {}}
+    for fam in families:
+        burst = run.entries.get(fam)
+        if burst is None:
+            run.trust.append(f"sustained {short_label(fam)} skipped: "
+                             f"{run.unsupported.get(fam, 'no burst figure to sustain')}")
+            continue
+        if fam == "hbm":
+            burst = _hbm_for_sustain(burst)
+        with run.steps.step(f"sustained {short_label(fam)} for {seconds:g} s", run.weights["sus"]) as part:
+            run_once = run.backend.sustained_runner(run.device, fam, burst, run.dev)
+            s = sustain(run_once, seconds, run.backend.sampling(run.device), part)
+        s.update(_sustained_fractions(fam, s, burst, run.dev))
+        sustained["entries"][fam] = s
+    return sustained
+
+
+def _end_warnings(run: _Run, state: Mapping[str, Any], end_state: Mapping[str, Any],
+                  sustained: Mapping[str, Any] | None, seconds: float) -> list[str]:
+    out = []
     before, after = state.get("other_compute_processes"), end_state.get("other_compute_processes")
     if after and (before or 0) < after:
-        trust.append(f"{after - (before or 0)} other process(es) started using the GPU during the "
-                     "calibration: the figures may be low; calibrate an idle card")
-    for key, e in entries.items():
-        trust.extend(entry_warnings(key, e, dev, "burst"))
+        out.append(f"{after - (before or 0)} other process(es) started using the GPU during the "
+                   "calibration: the figures may be low; calibrate an idle card")
+    for key, e in run.entries.items():
+        out.extend(entry_warnings(key, e, run.dev, "burst"))
     for key, e in ((sustained or {}).get("entries") or {}).items():
-        trust.extend(entry_warnings(key, e, dev, "sustained"))
+        out.extend(entry_warnings(key, e, run.dev, "sustained"))
         if e.get("settled") is False:
-            trust.append(f"sustained {short_label(key)}: clocks or figure still moving at the end of "
-                         f"the {sustained_s:g} s window; run a longer --sustained")
+            out.append(f"sustained {short_label(key)}: clocks or figure still moving at the end of "
+                       f"the {seconds:g} s window; run a longer --sustained")
+    return out
 
-    build = backend.build_info()
-    runtime = build.get("cuda_runtime_version")
+
+def _document(run: _Run, avail: Any, state: dict[str, Any], end_state: dict[str, Any],
+              sustained: dict[str, Any] | None) -> dict[str, Any]:
+    """The calibration as the JSON the cache keeps (``raw`` goes to a file of its own there)."""
+    from .._version import __version__
+
+    dev, sheet = run.dev, run.sheet
+    runtime = run.backend.build_info().get("cuda_runtime_version")
     cal: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "kind": "roofline_ext.calibration",
-        "mode": "quick" if quick else "full",
+        "mode": "quick" if run.quick else "full",
         "date": _now_iso(),
         "package_version": __version__,
         "driver_version": dev.driver_version,
@@ -347,21 +379,17 @@ def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFA
         "state_at_end": end_state,
         "availability": avail.to_dict(),
         "datasheet": None if sheet is None else {"sku": sheet.name, "peaks": _datasheet_mapping(sheet)},
-        "burst": {"entries": {k: entries[k] for k in ENTRY_KEYS if k in entries}, "unsupported": unsupported},
+        "burst": {"entries": {k: run.entries[k] for k in ENTRY_KEYS if k in run.entries},
+                  "unsupported": run.unsupported},
         "sustained": sustained,
-        "peaks": {
-            "burst": _peak_mapping(entries),
-            "sustained": _peak_mapping((sustained or {}).get("entries") or {}) or None,
-        },
-        "warnings": _dedupe(trust),
-        "raw": raw,
+        "peaks": {"burst": _peak_mapping(run.entries)},
+        "warnings": _dedupe(run.trust),
+        "raw": run.raw,
     }
-    if cal["peaks"]["sustained"] is None:
-        del cal["peaks"]["sustained"]
-    cal["wall_s"] = round(time.monotonic() - t_start, 2)
-    # Round-trip through JSON now, so that what calibrate() returns is exactly what save() writes;
-    # a stray NaN/inf deep in a raw result becomes null instead of failing minutes of measuring.
-    return _finite(json.loads(json.dumps(cal, default=_json_default)))
+    sustained_peaks = _peak_mapping((sustained or {}).get("entries") or {})
+    if sustained_peaks:
+        cal["peaks"]["sustained"] = sustained_peaks
+    return cal
 
 
 def _finite(obj: Any) -> Any:

@@ -14,7 +14,7 @@ from types import ModuleType
 @functools.lru_cache(maxsize=None)
 def _import() -> tuple[ModuleType | None, str | None]:
     try:
-        from .. import _core  # type: ignore[attr-defined]
+        from .. import _core
     except ImportError as exc:  # not built, or built for another Python / platform
         return None, f"{type(exc).__name__}: {exc}"
     return _core, None

@@ -470,13 +470,12 @@ def measure_bandwidth(device: int = 0, *, patterns: Sequence[str] = PATTERNS, si
 
 
 def _free_bytes(device: int) -> int | None:
-    """Free device memory now, as CUDA sees it (the NVML figure ignores this process's context)."""
+    """Free device memory now, as CUDA sees it, with this process's context in place: buffers are
+    sized against what can really be allocated (listing devices reads NVML's figure instead, which
+    creates no context but does not yet count the one measuring creates)."""
     from ..device.status import core
 
     try:
-        for d in core().cuda_devices():
-            if d["cuda_index"] == device:
-                return int(d["memory_free_bytes"])
+        return int(core().cuda_memory_info(device)["memory_free_bytes"])
     except Exception:  # sizing falls back to the device record's figure
         return None
-    return None

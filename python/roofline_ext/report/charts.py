@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 import os
+import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -97,6 +99,195 @@ def _tick(v: float, _pos=None) -> str:
     return f"{v:g}"
 
 
+@dataclass(frozen=True)
+class _Roofs:
+    """The ceilings one chart draws: (measured, datasheet, sustained) per memory level, and per
+    compute ceiling (label, colour, measured, datasheet, sustained)."""
+
+    hbm: tuple[float | None, float | None, float | None]
+    l2: tuple[float | None, float | None, float | None]
+    units: list[tuple[str, str, float | None, float | None, float | None]]
+
+    @property
+    def tops(self) -> tuple[float | None, float | None, float | None]:
+        """The highest compute ceiling of each kind (sustained falls back to measured)."""
+        top_m = max([m for _, _, m, _, _ in self.units if m] or [0]) or None
+        top_d = max([d for _, _, _, d, _ in self.units if d] or [0]) or None
+        top_s = max([s for _, _, _, _, s in self.units if s] or [0]) or top_m
+        return top_m, top_d, top_s
+
+
+def _roofs(datasheet: Mapping[str, Any] | None, measured: Mapping[str, Any] | None,
+           sustained: Mapping[str, Any] | None, ceilings: Sequence[str]) -> _Roofs:
+    def level(key: str) -> tuple[float | None, float | None, float | None]:
+        return _ceiling(measured, (key,)), _ceiling(datasheet, (key,)), _ceiling(sustained, (key,))
+
+    hbm, l2 = level("bandwidth_tbps"), level("l2_bandwidth_tbps")
+    l2 = (l2[0], None, l2[2])  # no datasheet gives an L2 bandwidth
+    if not (hbm[0] or hbm[1]):
+        raise UserError("cannot draw a roofline without an HBM bandwidth (measured or datasheet)")
+    units = []
+    for label, keys, colour in _CEILINGS:
+        if label not in ceilings:
+            continue
+        m, d, s = _ceiling(measured, keys), _ceiling(datasheet, keys), _ceiling(sustained, keys)
+        if m or d:
+            units.append((label, colour, m, d, s))
+    if not units:
+        raise UserError("cannot draw a roofline without a compute peak (measured or datasheet)")
+    return _Roofs(hbm, l2, units)
+
+
+def _limits(roofs: _Roofs, tasks: Sequence[Mapping[str, Any]]) -> tuple[float, float, float, float]:
+    """Axis ranges: from well left of the lowest ridge to well right of the highest, and every task."""
+    bws = [b for b in (roofs.hbm[0], roofs.hbm[1], roofs.l2[0]) if b]
+    tops = [v for _, _, m, d, s in roofs.units for v in (m, d, s) if v]
+    ridges = [p / b for p in tops for b in bws]
+    xs = ridges + [x for t in tasks if (x := _num(t.get("intensity")))]
+    x_lo = 2.0 ** math.floor(math.log2(min(xs) / 8))
+    x_hi = 2.0 ** math.ceil(math.log2(max(xs) * 8))
+    y_hi = max(tops) * 2.5  # room for the ceiling labels above the top roof
+    y_lo_candidates = [min(bws) * x_lo] + [y for t in tasks if (y := _num(t.get("tflops")))]
+    y_lo = 10 ** math.floor(math.log10(min(y_lo_candidates) / 1.5))
+    return x_lo, x_hi, y_lo, y_hi
+
+
+def _axes(mpl: Any, limits: tuple[float, float, float, float], title: str, subtitle: str) -> tuple[Any, Any]:
+    Figure, FigureCanvasAgg, _, FuncFormatter, LogLocator = mpl
+    x_lo, x_hi, y_lo, y_hi = limits
+    fig = Figure(figsize=(10.5, 6.8), dpi=150)
+    FigureCanvasAgg(fig)
+    # Fixed margins (not tight_layout) so the text angles computed later match the final layout.
+    fig.subplots_adjust(left=0.08, right=0.975, bottom=0.09, top=0.885)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo, y_hi)
+    ax.xaxis.set_major_formatter(FuncFormatter(_tick))
+    ax.yaxis.set_major_formatter(FuncFormatter(_tick))
+    ax.yaxis.set_major_locator(LogLocator(base=10))
+    ax.grid(True, which="major", color="#dddddd", linewidth=0.6)
+    ax.grid(True, which="minor", axis="y", color="#f0f0f0", linewidth=0.4)
+    ax.set_axisbelow(True)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte of HBM traffic)")
+    ax.set_ylabel("throughput (TFLOP/s)")
+    fig.suptitle(title, x=0.08, y=0.975, ha="left", fontsize=13, fontweight="bold")
+    if subtitle:
+        fig.text(0.08, 0.905, textwrap.fill(subtitle, 150), ha="left", va="bottom", fontsize=8.5,
+                 color="#555555", linespacing=1.3)
+    return fig, ax
+
+
+def _screen_angle(ax: Any, x: float, y: float) -> float:
+    # A slope of 1 in log-log is not 45 degrees on screen: it depends on the decades per inch.
+    (x0, y0), (x1, y1) = ax.transData.transform([(x, y), (x * 2, y * 2)])
+    return math.degrees(math.atan2(y1 - y0, x1 - x0))
+
+
+def _draw_memory(ax: Any, roofs: _Roofs, x_lo: float) -> None:
+    """Memory slopes: L2 (measured only) and HBM; datasheet dashed, measured solid, sustained dotted."""
+    top_m, top_d, top_s = roofs.tops
+
+    def slope(bw: float | None, top: float | None, colour: str, style: Any, width: float) -> None:
+        if bw and top:
+            ax.plot([x_lo, top / bw], [bw * x_lo, top], color=colour, linestyle=style, linewidth=width,
+                    solid_capstyle="butt")
+
+    for name, (bw_m, bw_d, bw_s), colour in (("L2", roofs.l2, _L2[2]), ("HBM", roofs.hbm, _HBM[2])):
+        slope(bw_d, top_d, colour, (0, (5, 3)), 1.4)
+        slope(bw_m, top_m, colour, "-", 2.2)
+        slope(bw_s, top_s, colour, (0, (1, 1.6)), 1.6)
+        ref = bw_m or bw_d
+        if not ref:
+            continue
+        extra = ([f"datasheet {_fmt(bw_d)}"] if bw_m and bw_d else []) + ([f"sustained {_fmt(bw_s)}"] if bw_s else [])
+        text = f"{name} {_fmt(ref)} TB/s {'measured' if bw_m else 'datasheet'}"
+        if extra:
+            text += f" ({', '.join(extra)})"
+        # Along the line, a fixed distance off it on screen: L2 above its line, HBM below (the
+        # dashed datasheet slope runs just above the measured HBM one).
+        x_text = x_lo * 1.6
+        angle = _screen_angle(ax, x_text, ref * x_text)
+        side = 1 if name == "L2" else -1
+        off = (-7 * side * math.sin(math.radians(angle)), 7 * side * math.cos(math.radians(angle)))
+        ax.annotate(text, (x_text, ref * x_text), textcoords="offset points", xytext=off,
+                    color=colour, fontsize=8.5, rotation=angle, rotation_mode="anchor",
+                    ha="left", va="bottom" if side > 0 else "top")
+
+
+def _draw_compute(ax: Any, roofs: _Roofs, x_hi: float) -> None:
+    """Compute ceilings, each from where it meets the fastest memory slope to the right edge, with
+    ridge points against HBM (measured filled and labelled with its intensity, datasheet hollow)."""
+    hbm_m, hbm_d, hbm_s = roofs.hbm
+    fastest_m = max([b for b in (roofs.l2[0], hbm_m) if b] or [0]) or None
+    for label, colour, m, d, s in roofs.units:
+        if d and hbm_d:
+            ax.plot([d / hbm_d, x_hi], [d, d], color=colour, linestyle=(0, (5, 3)), linewidth=1.4)
+        if m and fastest_m:
+            ax.plot([m / fastest_m, x_hi], [m, m], color=colour, linestyle="-", linewidth=2.2)
+        if s and fastest_m:
+            ax.plot([s / (roofs.l2[2] or hbm_s or fastest_m), x_hi], [s, s], color=colour,
+                    linestyle=(0, (1, 1.6)), linewidth=1.6)
+        parts = [f"{_fmt(v)} {what}" for v, what in ((m, "measured"), (s, "sustained"), (d, "datasheet")) if v]
+        ax.text(x_hi / 1.12, max(v for v in (m, d) if v) * 1.07, f"{label}: " + ", ".join(parts),
+                color=colour, fontsize=8.5, ha="right", va="bottom", fontweight="bold")
+        if m and hbm_m:
+            r = m / hbm_m
+            ax.plot([r], [m], marker="o", markersize=6, color=colour, zorder=5)
+            ax.annotate(f"{_fmt(r)}", (r, m), textcoords="offset points", xytext=(5, -11),
+                        fontsize=7.5, color=colour)
+        if d and hbm_d:
+            ax.plot([d / hbm_d], [d], marker="o", markersize=6, markerfacecolor="white",
+                    markeredgecolor=colour, markeredgewidth=1.3, zorder=5)
+
+
+def _draw_task(ax: Any, t: Mapping[str, Any], x_lo: float, x_hi: float) -> None:
+    """A task point with a thin vertical line up to its roof: the gap is the headroom. The label
+    goes on the side with room, on a white backing so that it stays readable across a roof."""
+    x = _num(t.get("intensity"))
+    if x is None:
+        return
+    marker, colour = _TASK_MARKERS.get(t.get("kind", ""), ("D", "#111111"))
+    y, roof = _num(t.get("tflops")), _num(t.get("roof_tflops"))
+    label = str(t.get("label") or t.get("kind") or "task")
+    right_part = math.log(x / x_lo) / math.log(x_hi / x_lo) > 0.55
+    dx, ha = (-10, "right") if right_part else (10, "left")
+    size = 13 if marker == "*" else 8
+    roof_name = t.get("roof_label") or "roof"
+    if y is not None:
+        if roof and roof > y:
+            ax.plot([x, x], [y, roof], color=colour, linewidth=0.9, linestyle=(0, (2, 2)))
+        ax.plot([x], [y], marker=marker, markersize=size, color=colour, markeredgecolor="white",
+                markeredgewidth=0.8, zorder=6, linestyle="none")
+        text = f"{label}: {_fmt(y)} TFLOP/s" + (f", {y / roof:.0%} of the {roof_name}" if roof else "")
+    elif roof is not None:
+        y = roof
+        ax.plot([x], [y], marker=marker, markersize=size, markerfacecolor="white",
+                markeredgecolor=colour, markeredgewidth=1.4, zorder=6, linestyle="none")
+        text = f"{label} (not timed): {_fmt(roof)} TFLOP/s at best, {_fmt(x)} FLOP/B"
+    else:
+        return
+    backing = {"boxstyle": "round,pad=0.25", "fc": "white", "ec": "none", "alpha": 0.85}
+    ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, -3), fontsize=8.5,
+                color=colour, ha=ha, va="top", bbox=backing, zorder=7)
+
+
+def _legend(ax: Any, Line2D: Any, measured: Any, sustained: Any, datasheet: Any, measured_label: str) -> None:
+    handles = []
+    if measured:
+        handles.append(Line2D([], [], color="#333333", linewidth=2.2, label=measured_label))
+    if sustained:
+        handles.append(Line2D([], [], color="#333333", linewidth=1.6, linestyle=(0, (1, 1.6)),
+                              label="measured (sustained)"))
+    if datasheet:
+        handles.append(Line2D([], [], color="#333333", linewidth=1.4, linestyle=(0, (5, 3)),
+                              label="datasheet"))
+    handles.append(Line2D([], [], color="#333333", marker="o", linestyle="none", markersize=6,
+                          label="ridge point (FLOP/B), vs HBM"))
+    ax.legend(handles=handles, loc="lower right", fontsize=8.5, frameon=True, framealpha=0.92)
+
+
 def plot_roofline(
     path: str | os.PathLike,
     *,
@@ -117,177 +308,17 @@ def plot_roofline(
     "tflops" (achieved, optional), "roof_tflops" (the attainable roof, optional), "kind"
     ("reference" | "candidate")}``. A task without an achieved rate is drawn hollow on its roof.
     """
-    Figure, FigureCanvasAgg, Line2D, FuncFormatter, LogLocator = _matplotlib()
+    mpl = _matplotlib()
     path = _check_path(path)
-    tasks = [dict(t) for t in tasks]
-
-    hbm_m, hbm_d = _ceiling(measured, ("bandwidth_tbps",)), _ceiling(datasheet, ("bandwidth_tbps",))
-    hbm_s = _ceiling(sustained, ("bandwidth_tbps",))
-    l2_m = _ceiling(measured, ("l2_bandwidth_tbps",))
-    l2_s = _ceiling(sustained, ("l2_bandwidth_tbps",))
-    if not (hbm_m or hbm_d):
-        raise UserError("cannot draw a roofline without an HBM bandwidth (measured or datasheet)")
-
-    units = []  # (label, colour, measured, datasheet, sustained)
-    for label, keys, colour in _CEILINGS:
-        if label not in ceilings:
-            continue
-        m, d, s = _ceiling(measured, keys), _ceiling(datasheet, keys), _ceiling(sustained, keys)
-        if m or d:
-            units.append((label, colour, m, d, s))
-    if not units:
-        raise UserError("cannot draw a roofline without a compute peak (measured or datasheet)")
-
-    # Axis ranges: from well left of the lowest ridge to well right of the highest, and every task.
-    bws = [b for b in (hbm_m, hbm_d, l2_m) if b]
-    tops = [v for _, _, m, d, s in units for v in (m, d, s) if v]
-    ridges = [p / b for p in tops for b in bws]
-    xs = ridges + [_num(t.get("intensity")) for t in tasks if _num(t.get("intensity"))]
-    x_lo = 2.0 ** math.floor(math.log2(min(xs) / 8))
-    x_hi = 2.0 ** math.ceil(math.log2(max(xs) * 8))
-    y_hi = max(tops) * 2.5  # room for the ceiling labels above the top roof
-    y_lo_candidates = [min(bws) * x_lo] + [_num(t.get("tflops")) for t in tasks if _num(t.get("tflops"))]
-    y_lo = 10 ** math.floor(math.log10(min(y_lo_candidates) / 1.5))
-
-    fig = Figure(figsize=(10.5, 6.8), dpi=150)
-    FigureCanvasAgg(fig)
-    # Fixed margins (not tight_layout) so the text angles computed below match the final layout.
-    fig.subplots_adjust(left=0.08, right=0.975, bottom=0.09, top=0.885)
-    ax = fig.add_subplot(1, 1, 1)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlim(x_lo, x_hi)
-    ax.set_ylim(y_lo, y_hi)
-    ax.xaxis.set_major_formatter(FuncFormatter(_tick))
-    ax.yaxis.set_major_formatter(FuncFormatter(_tick))
-    ax.yaxis.set_major_locator(LogLocator(base=10))
-    ax.grid(True, which="major", color="#dddddd", linewidth=0.6)
-    ax.grid(True, which="minor", axis="y", color="#f0f0f0", linewidth=0.4)
-    ax.set_axisbelow(True)
-    ax.set_xlabel("arithmetic intensity (FLOP per byte of HBM traffic)")
-    ax.set_ylabel("throughput (TFLOP/s)")
-    fig.suptitle(title, x=0.08, y=0.975, ha="left", fontsize=13, fontweight="bold")
-    if subtitle:
-        import textwrap
-
-        fig.text(0.08, 0.905, textwrap.fill(subtitle, 150), ha="left", va="bottom", fontsize=8.5,
-                 color="#555555", linespacing=1.3)
-
-    top_m = max([m for _, _, m, _, _ in units if m] or [0]) or None
-    top_d = max([d for _, _, _, d, _ in units if d] or [0]) or None
-    top_s = max([s for _, _, _, _, s in units if s] or [0]) or top_m
-
-    def slope(bw: float | None, top: float | None, colour: str, style: str, width: float) -> None:
-        if bw and top:
-            ax.plot([x_lo, top / bw], [bw * x_lo, top], color=colour, linestyle=style, linewidth=width,
-                    solid_capstyle="butt")
-
-    def screen_angle(x: float, y: float) -> float:
-        # A slope of 1 in log-log is not 45 degrees on screen: it depends on the decades per inch.
-        (x0, y0), (x1, y1) = ax.transData.transform([(x, y), (x * 2, y * 2)])
-        return math.degrees(math.atan2(y1 - y0, x1 - x0))
-
-    # Memory slopes: L2 (measured only; no datasheet gives it) and HBM.
-    for name, bw_m, bw_d, bw_s, colour in (("L2", l2_m, None, l2_s, _L2[2]),
-                                           ("HBM", hbm_m, hbm_d, hbm_s, _HBM[2])):
-        slope(bw_d, top_d, colour, (0, (5, 3)), 1.4)
-        slope(bw_m, top_m, colour, "-", 2.2)
-        slope(bw_s, top_s, colour, (0, (1, 1.6)), 1.6)
-        ref = bw_m or bw_d
-        if not ref:
-            continue
-        extra = []
-        if bw_m and bw_d:
-            extra.append(f"datasheet {_fmt(bw_d)}")
-        if bw_s:
-            extra.append(f"sustained {_fmt(bw_s)}")
-        text = f"{name} {_fmt(ref)} TB/s {'measured' if bw_m else 'datasheet'}"
-        if extra:
-            text += f" ({', '.join(extra)})"
-        # Along the line, a fixed distance off it on screen: L2 above its line, HBM below (the
-        # dashed datasheet slope runs just above the measured HBM one).
-        x_text = x_lo * 1.6
-        angle = screen_angle(x_text, ref * x_text)
-        side = 1 if name == "L2" else -1
-        off = (-7 * side * math.sin(math.radians(angle)), 7 * side * math.cos(math.radians(angle)))
-        ax.annotate(text, (x_text, ref * x_text), textcoords="offset points", xytext=off,
-                    color=colour, fontsize=8.5, rotation=angle, rotation_mode="anchor",
-                    ha="left", va="bottom" if side > 0 else "top")
-
-    # Compute ceilings, each from where it meets the fastest memory slope to the right edge.
-    fastest_m = max([b for b in (l2_m, hbm_m) if b] or [0]) or None
-    for label, colour, m, d, s in units:
-        if d and hbm_d:
-            ax.plot([d / hbm_d, x_hi], [d, d], color=colour, linestyle=(0, (5, 3)), linewidth=1.4)
-        if m and fastest_m:
-            ax.plot([m / fastest_m, x_hi], [m, m], color=colour, linestyle="-", linewidth=2.2)
-        if s and fastest_m:
-            ax.plot([s / (l2_s or hbm_s or fastest_m), x_hi], [s, s], color=colour,
-                    linestyle=(0, (1, 1.6)), linewidth=1.6)
-        parts = []
-        if m:
-            parts.append(f"{_fmt(m)} measured")
-        if s:
-            parts.append(f"{_fmt(s)} sustained")
-        if d:
-            parts.append(f"{_fmt(d)} datasheet")
-        ax.text(x_hi / 1.12, max(v for v in (m, d) if v) * 1.07, f"{label}: " + ", ".join(parts),
-                color=colour, fontsize=8.5, ha="right", va="bottom", fontweight="bold")
-        # Ridge points against HBM: measured filled and labelled with its intensity, datasheet hollow.
-        if m and hbm_m:
-            r = m / hbm_m
-            ax.plot([r], [m], marker="o", markersize=6, color=colour, zorder=5)
-            ax.annotate(f"{_fmt(r)}", (r, m), textcoords="offset points", xytext=(5, -11),
-                        fontsize=7.5, color=colour)
-        if d and hbm_d:
-            ax.plot([d / hbm_d], [d], marker="o", markersize=6, markerfacecolor="white",
-                    markeredgecolor=colour, markeredgewidth=1.3, zorder=5)
-
-    # Task points, with a thin vertical line up to their roof: the gap is the headroom. Labels go
-    # on the side with room (left of points in the right part of the chart) on a white backing so
-    # that they stay readable where they cross a roof.
-    backing = {"boxstyle": "round,pad=0.25", "fc": "white", "ec": "none", "alpha": 0.85}
-    for t in tasks:
-        x = _num(t.get("intensity"))
-        if x is None:
-            continue
-        marker, colour = _TASK_MARKERS.get(t.get("kind", ""), ("D", "#111111"))
-        y = _num(t.get("tflops"))
-        roof = _num(t.get("roof_tflops"))
-        label = str(t.get("label") or t.get("kind") or "task")
-        right_part = math.log(x / x_lo) / math.log(x_hi / x_lo) > 0.55
-        dx, ha = (-10, "right") if right_part else (10, "left")
-        size = 13 if marker == "*" else 8
-        roof_name = t.get("roof_label") or "roof"
-        if y is not None:
-            if roof and roof > y:
-                ax.plot([x, x], [y, roof], color=colour, linewidth=0.9, linestyle=(0, (2, 2)))
-            ax.plot([x], [y], marker=marker, markersize=size, color=colour, markeredgecolor="white",
-                    markeredgewidth=0.8, zorder=6, linestyle="none")
-            text = f"{label}: {_fmt(y)} TFLOP/s" + (f", {y / roof:.0%} of the {roof_name}" if roof else "")
-        elif roof is not None:
-            y = roof
-            ax.plot([x], [y], marker=marker, markersize=size, markerfacecolor="white",
-                    markeredgecolor=colour, markeredgewidth=1.4, zorder=6, linestyle="none")
-            text = f"{label} (not timed): {_fmt(roof)} TFLOP/s at best, {_fmt(x)} FLOP/B"
-        else:
-            continue
-        ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, -3), fontsize=8.5,
-                    color=colour, ha=ha, va="top", bbox=backing, zorder=7)
-
-    handles = []
-    if measured:
-        handles.append(Line2D([], [], color="#333333", linewidth=2.2, label=measured_label))
-    if sustained:
-        handles.append(Line2D([], [], color="#333333", linewidth=1.6, linestyle=(0, (1, 1.6)),
-                              label="measured (sustained)"))
-    if datasheet:
-        handles.append(Line2D([], [], color="#333333", linewidth=1.4, linestyle=(0, (5, 3)),
-                              label="datasheet"))
-    handles.append(Line2D([], [], color="#333333", marker="o", linestyle="none", markersize=6,
-                          label="ridge point (FLOP/B), vs HBM"))
-    ax.legend(handles=handles, loc="lower right", fontsize=8.5, frameon=True, framealpha=0.92)
-
+    points = [dict(t) for t in tasks]
+    roofs = _roofs(datasheet, measured, sustained, ceilings)
+    limits = _limits(roofs, points)
+    fig, ax = _axes(mpl, limits, title, subtitle)
+    _draw_memory(ax, roofs, limits[0])
+    _draw_compute(ax, roofs, limits[1])
+    for t in points:
+        _draw_task(ax, t, limits[0], limits[1])
+    _legend(ax, mpl[2], measured, sustained, datasheet, measured_label)
     fig.savefig(str(path), format=path.suffix.lower().lstrip("."))
     return path
 
