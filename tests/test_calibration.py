@@ -761,3 +761,40 @@ def test_non_finite_numbers_in_raw_results_become_null(fake_gpu, cache, monkeypa
     sweep = cal["raw"]["bandwidth"]["patterns"]["read"]["sweep"]
     assert sweep[-1] == {"config": {}, "tbps_median": None, "cv": None}
     cb.save(cal)  # strict JSON
+
+
+# --- the settling arithmetic, pure ----------------------------------------------------------------
+
+def _samples(clock_at, duration, step=0.01):
+    return [{"t_s": i * step, "sm_clock_mhz": clock_at(i * step), "mem_clock_mhz": 3201, "power_w": 699.0,
+             "temperature_c": 60, "reasons": 0} for i in range(int(duration / step) + 1)]
+
+
+def test_settle_takes_the_median_of_the_last_third_and_says_settled():
+    from roofline_ext.calibration.sustained import settle
+
+    # Figure falls from 950 to 740 over the first third, then holds: settled, 740 is the figure.
+    duration = 30.0
+    points = [(t + 0.5, 950.0 - 210.0 * min(1.0, t / 10.0)) for t in range(30)]
+    samples = _samples(lambda t: 1980.0 - 510.0 * min(1.0, t / 10.0), duration, step=0.5)
+    s = settle(points, [(t, 1400.0) for t, _ in points], samples, duration)
+    assert s["value"] == pytest.approx(740.0) and s["settled"] is True
+    assert s["sm_clock_mhz"] == pytest.approx(1470.0) and s["kernel_clock_mhz"] == 1400.0
+    assert s["window_s"][0] >= 20.0 and s["iterations"] == 30
+
+
+def test_settle_says_not_settled_when_the_figure_still_falls():
+    from roofline_ext.calibration.sustained import settle
+
+    duration = 30.0
+    points = [(t + 0.5, 950.0 - 5.0 * t) for t in range(30)]  # falls the whole window
+    s = settle(points, [], _samples(lambda t: 1980.0 - 10.0 * t, duration, step=0.5), duration)
+    assert s["settled"] is False and s["kernel_clock_mhz"] is None
+
+
+def test_settle_of_a_window_too_short_to_tell_is_none():
+    from roofline_ext.calibration.sustained import settle
+
+    # Every call ended in the last third: nothing to compare the figure with.
+    s = settle([(0.25, 900.0), (0.28, 901.0), (0.29, 899.0)], [], [], 0.3)
+    assert s["settled"] is None and s["value"] == 900.0 and s["telemetry"] is None
