@@ -46,7 +46,7 @@ __device__ __forceinline__ uint32_t mix32(uint32_t x) {
   return x;
 }
 
-// Random floats in [-1, 1): random bits draw the power real data draws (MEASURING.md).
+// Random floats in [-1, 1): random bits draw the power real data draws (docs/measuring.md).
 __global__ void fill_random(uint32_t* p, uint64_t n, uint32_t seed) {
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
     p[i] = __float_as_uint((float)(mix32((uint32_t)i ^ mix32(seed + (uint32_t)(i >> 32))) >> 8) * (1.0f / 8388608.0f) - 1.0f);

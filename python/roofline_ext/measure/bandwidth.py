@@ -28,7 +28,7 @@ BUFFERS = {"read": 1, "write": 1, "copy": 2, "triad": 3}
 DEFAULT_REPS = 30
 DEFAULT_WARMUP = 5
 DEFAULT_SEED = 12345
-#: The reference peers (shared/reference) used 4 GiB float32 buffers; measuring at the same size
+#: The peer measurements we compare with (torch/CuPy on H200s) used 4 GiB float32 buffers; measuring at the same size
 #: keeps the comparison like for like, and it is ~70x an H200's L2.
 DEFAULT_BUFFER_BYTES = 4 << 30
 #: Free memory left alone when sizing buffers: the CUDA context, other libraries in the process.
