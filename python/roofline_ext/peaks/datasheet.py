@@ -42,7 +42,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .units import UNITS
+from .units import UNITS, PeakTable
 
 __all__ = [
     "UNITS",
@@ -59,16 +59,8 @@ __all__ = [
 DEFAULT_SKU = "H100 SXM"
 
 
-def unit_peak(peaks: Any, unit: str) -> float | None:
-    """``peaks.<unit>`` for one of ``UNITS``; a ``KeyError`` naming the units for anything else.
-    Shared by the datasheet and derived records, which store one attribute per unit."""
-    if unit not in UNITS:
-        raise KeyError(f"unknown unit {unit!r}; units: {', '.join(UNITS)}")
-    return getattr(peaks, unit)
-
-
 @dataclass(frozen=True)
-class DatasheetPeaks:
+class DatasheetPeaks(PeakTable):
     """One SKU's dense peaks as NVIDIA publishes them.
 
     Compute fields are TFLOP/s (``int8``: TOPS) and ``None`` where the part has no such unit (V100
@@ -98,15 +90,9 @@ class DatasheetPeaks:
     source: str
     notes: str = ""
 
-    def peak(self, unit: str) -> float | None:
-        """The dense peak of ``unit`` (one of ``UNITS``) in TFLOP/s or TOPS, or None if absent."""
-        return unit_peak(self, unit)
-
-    def as_dict(self) -> dict:
-        """All fields as a JSON-ready dict (``cc`` as "major.minor")."""
-        d = dataclasses.asdict(self)
-        d["cc"] = f"{self.cc[0]}.{self.cc[1]}"
-        return d
+    @property
+    def cc_text(self) -> str:
+        return f"{self.cc[0]}.{self.cc[1]}"
 
 
 def _fp64_at(fp32: float, ratio: int) -> float:

@@ -26,8 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .datasheet import unit_peak
-from .units import UNITS
+from .units import UNITS, PeakTable
 
 __all__ = [
     "DerivedPeaks",
@@ -138,7 +137,7 @@ def clock_derived_bandwidth(mem_clock_mhz: float | None, bus_width_bits: int | N
 
 
 @dataclass(frozen=True)
-class DerivedPeaks:
+class DerivedPeaks(PeakTable):
     """Peaks computed from device attributes at ``sm_clock_mhz`` (kept explicit).
 
     Compute fields are TFLOP/s (``int8``: TOPS); None where the architecture lacks the unit or is
@@ -174,15 +173,9 @@ class DerivedPeaks:
         """The SM clock every compute peak here assumes."""
         return self.sm_clock_mhz
 
-    def peak(self, unit: str) -> float | None:
-        """The peak of ``unit`` (one of ``UNITS``) in TFLOP/s or TOPS, or None."""
-        return unit_peak(self, unit)
-
-    def as_dict(self) -> dict:
-        """All fields as a JSON-ready dict."""
-        d = dataclasses.asdict(self)
-        d["cc"] = f"{self.cc_major}.{self.cc_minor}"
-        return d
+    @property
+    def cc_text(self) -> str:
+        return f"{self.cc_major}.{self.cc_minor}"
 
 
 def derived_peaks(

@@ -13,6 +13,7 @@ Vocabulary:
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ..errors import UserError
@@ -105,6 +106,28 @@ def short_label(key: str) -> str:
 def peak_label(key: str) -> str:
     """"HBM (TB/s)", "FP32 (TFLOP/s)", "INT8 (TOP/s)" for a peak key or an entry key."""
     return f"{short_label(key)} ({rate_unit(key)})"
+
+
+class PeakTable:
+    """What every record of peaks per unit shares (``DatasheetPeaks``, ``DerivedPeaks``): one
+    attribute per compute unit, read by :meth:`peak`, and a JSON form with ``cc`` as "major.minor".
+    Subclasses are dataclasses and define ``cc_text``."""
+
+    cc_text: str
+
+    def peak(self, unit: str) -> float | None:
+        """The dense peak of ``unit`` (one of ``UNITS``) in TFLOP/s or TOP/s, or None if absent; a
+        ``KeyError`` naming the units for anything else."""
+        if unit not in UNIT:
+            raise KeyError(f"unknown unit {unit!r}; units: {', '.join(UNITS)}")
+        value = getattr(self, unit)
+        return None if value is None else float(value)
+
+    def as_dict(self) -> dict[str, object]:
+        """All fields as a JSON-ready dict (``cc`` as "major.minor")."""
+        d = dataclasses.asdict(self)  # type: ignore[call-overload]
+        d["cc"] = self.cc_text
+        return d
 
 
 # --- dtypes -----------------------------------------------------------------------------------------
