@@ -35,7 +35,7 @@ from typing import Any
 
 from ..peaks.datasheet import DatasheetPeaks, lookup
 from .results import Roof, RooflineResult
-from ..peaks.units import PEAK_KEYS, ROOFLINE_PEAK_KEYS, SUPPORTED_DTYPES, UNIT, UNITS, dtype_text, dtype_unit
+from ..peaks.units import PEAK_KEYS, ROOFLINE_PEAK_KEYS, SUPPORTED_DTYPES, UNITS, dtype_text, dtype_unit
 from ..peaks.derived import DerivedPeaks, derived_peaks_for_device
 from ..errors import UserError
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UserError
-from ..peaks.datasheet import DEFAULT_SKU, DatasheetPeaks, known_names, lookup
+from ..peaks.datasheet import DEFAULT_SKU, known_names, lookup
 
 
 @dataclass(frozen=True)

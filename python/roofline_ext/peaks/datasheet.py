@@ -37,10 +37,8 @@ H200 SXM. Add a form factor or size to choose another ("A100 PCIe 40GB", "H100 P
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from .units import UNITS, PeakTable
 

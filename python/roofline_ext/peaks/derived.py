@@ -21,7 +21,6 @@ nobody can trust. Bandwidth needs no architecture and is still derived.
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any

@@ -1,1 +1,3 @@
-"""Reporting: the one-line description, tables, JSON/CSV writers, charts and the progress bar. Formats results; decides nothing."""
+"""Reporting: the one-line description, tables, JSON/CSV writers, charts and the progress bar.
+Formats results; decides nothing.
+"""

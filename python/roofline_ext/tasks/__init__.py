@@ -1,1 +1,3 @@
-"""Tasks: loading a KernelBench-style task file and counting its FLOPs and compulsory bytes without running it on a GPU."""
+"""Tasks: loading a KernelBench-style task file and counting its FLOPs and compulsory bytes without
+running it on a GPU.
+"""
