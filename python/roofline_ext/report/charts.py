@@ -13,12 +13,14 @@ changes the backend or the open figures of the program that asked for it (a note
 """
 from __future__ import annotations
 
+import io
 import math
 import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import UserError
+from .outputs import write_bytes
 
 __all__ = ["plot_calibration", "plot_task", "plot_roofline", "FORMATS"]
 
@@ -288,8 +290,10 @@ def plot_roofline(
                           label="ridge point (FLOP/B), vs HBM"))
     ax.legend(handles=handles, loc="lower right", fontsize=8.5, frameon=True, framealpha=0.92)
 
-    fig.savefig(str(path), format=path.suffix.lower().lstrip("."))
-    return path
+    # Drawn in memory, then written as every output is (atomic; never over a device or a FIFO).
+    buf = io.BytesIO()
+    fig.savefig(buf, format=path.suffix.lower().lstrip("."))
+    return write_bytes(path, buf.getvalue())
 
 
 # --------------------------------------------------------------------------------------------------
