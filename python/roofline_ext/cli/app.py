@@ -14,6 +14,7 @@ import importlib
 import logging
 import os
 import sys
+import traceback
 
 from ..errors import RooflineError
 
@@ -55,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
+        print(f"roofline-ext: error: a command is needed: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
     if args.debug:
         # The runner shows torch's logs about a task only at this level (they are noise otherwise).
@@ -65,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except RooflineError as exc:
         if args.debug:
-            raise
+            # The traceback, then the same line and exit code as without --debug: the exit codes
+            # of the README's table do not change with it.
+            traceback.print_exc()
         print(f"roofline-ext: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:

@@ -66,14 +66,16 @@ def _target(path: Path) -> tuple[Path, os.stat_result | None]:
 def _check_folder(path: Path, folder: Path) -> None:
     """The folder exists, is one, and takes a new file: probed with a file created and removed
     at once, since permission bits say nothing to root, a read-only mount or /proc."""
+    # Named as the user wrote it, unless a symlink took the output elsewhere.
+    shown = path.parent if os.path.realpath(path.parent) == str(folder) else folder
     if not folder.exists():
-        raise UserError(f"{path}: the folder {folder} does not exist")
+        raise UserError(f"{path}: the folder {shown} does not exist")
     if not folder.is_dir():
-        raise UserError(f"{path}: {folder} is not a folder")
+        raise UserError(f"{path}: {shown} is not a folder")
     try:
         fd, probe = _open_temp(folder, ".roofline-ext-probe")
     except OSError as exc:
-        raise UserError(f"{path}: cannot create files in {folder} ({exc.strerror})") from None
+        raise UserError(f"{path}: cannot create files in {shown} ({exc.strerror})") from None
     os.close(fd)
     with contextlib.suppress(OSError):
         os.unlink(probe)

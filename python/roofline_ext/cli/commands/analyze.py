@@ -88,11 +88,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _fix_json_target(args: argparse.Namespace) -> None:
-    # `analyze --json TASK.py` makes argparse read TASK.py as the JSON output: take it back (with
-    # other targets, only a task file or folder that exists: JSON never goes onto one anyway).
-    if args.json not in (None, "-"):
+    # `analyze --json TASK.py` makes argparse read TASK.py as the JSON output: take it back. With
+    # other targets given, only a task file that exists is taken back (JSON never goes onto one).
+    if args.json not in (None, "-", ""):
         candidate = Path(args.json)
-        if candidate.is_dir() or (candidate.suffix == ".py" and (not args.targets or candidate.is_file())):
+        if candidate.is_file() and candidate.suffix == ".py" or (
+                not args.targets and (candidate.is_dir() or candidate.suffix == ".py")):
             args.targets, args.json = [args.json, *args.targets], "-"
     if not args.targets:
         raise UserError("analyze needs a task file or a folder: roofline-ext analyze TASK.py [--gpu NAME]")
@@ -104,7 +105,7 @@ def _task_paths(targets: list[str]) -> tuple[list[Path], bool]:
     from ...tasks.loading import find_task_files
 
     paths: list[Path] = []
-    batch = len(targets) > 1
+    batch = False
     for t in targets:
         target = Path(t)
         if target.is_dir():
@@ -122,7 +123,7 @@ def _task_paths(targets: list[str]) -> tuple[list[Path], bool]:
     unique: dict[str, Path] = {}  # a file named twice (a.py and ./a.py, a folder and a file in it) runs once
     for p in paths:
         unique.setdefault(os.path.realpath(p), p)
-    return list(unique.values()), batch
+    return list(unique.values()), batch or len(unique) > 1
 
 
 def _check_args(args: argparse.Namespace, batch: bool) -> None:
@@ -134,7 +135,7 @@ def _check_args(args: argparse.Namespace, batch: bool) -> None:
         raise UserError(f"{args.new}: no such candidate file")
     if args.trials < 1:
         raise UserError("--trials must be at least 1")
-    if args.plot:
+    if args.plot is not None:
         if batch:
             raise UserError("--plot takes one task file, not a batch")
         from ...report.charts import _check_path, _matplotlib
@@ -193,7 +194,7 @@ def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
     measured = _measured_peaks_for(gpu, args.regime)
     result = _analyze_fn(args)(target, gpu, args.dtype, regime=args.regime, strict_fp32=args.strict_fp32,
                                measured=measured)
-    if args.plot:
+    if args.plot is not None:
         from ...report.charts import plot_task
 
         # The chart draws the roofs the analysis used: this card's calibration, found by UUID.

@@ -93,7 +93,7 @@ def run(args) -> int:
     else:
         print(build_line + (f"; {avail.message}" if devs else ""))
     if not devs:
-        print(f"roofline-ext: no usable GPU: {avail.message}", file=sys.stderr)
+        print(f"roofline-ext: error: no usable GPU: {avail.message}", file=sys.stderr)
         return EXIT_NO_GPU
     if args.json:
         return 0
