@@ -11,7 +11,8 @@ Each case checks what issue 15 asks of all of them:
   FIFO or a symlink replaced by a file, a mode lost or a temporary file left behind all fail.
 
 Character devices, FIFOs, sockets and symlinks are made in the temporary workspace only, never at a
-real system path. A character device needs root (``os.mknod``); without it those cases skip.
+real system path. A character device needs root (``os.mknod``), and the permission cases need a
+process that permission bits stop (not root); each skips, with its reason, where it cannot run.
 Cases marked ``no_torch`` run with torch made unimportable: a cheap error (an empty folder, an
 unknown GPU, a bad ``--plot`` name, an output that cannot be written) must come before torch loads.
 """
@@ -37,7 +38,25 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_CALIBRATION = ROOT / "tests" / "data" / "calibration-h200-example.json"
-IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _permission_bits_bind() -> bool:
+    """Whether this process is stopped by a file's permission bits (root with CAP_DAC_OVERRIDE is
+    not): tried, not guessed from the user id."""
+    probe = Path(tempfile.mkdtemp(prefix="rx")) / "ro"
+    try:
+        probe.write_text("")
+        probe.chmod(0o444)
+        try:
+            open(probe, "w").close()
+        except PermissionError:
+            return True
+        return False
+    finally:
+        shutil.rmtree(probe.parent, ignore_errors=True)
+
+
+PERMISSIONS_BIND = _permission_bits_bind()
 
 # ---------------------------------------------------------------------------------------------------
 # Task files
@@ -148,12 +167,10 @@ def fifo(name: str) -> Step:
 def chardev(name: str, minor: int = 3) -> Step:
     """A character device: /dev/null's numbers (1, 3), or /dev/full's (1, 7), in the workspace."""
     def step(ws: Path) -> None:
-        if not IS_ROOT:
-            pytest.skip("creating a character device (os.mknod) needs root")
         try:
             os.mknod(ws / name, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
-        except PermissionError as exc:  # root without CAP_MKNOD (a container)
-            pytest.skip(f"os.mknod refused here: {exc}")
+        except PermissionError as exc:  # not root, or root without CAP_MKNOD (a container)
+            pytest.skip(f"creating a character device (os.mknod) needs root: {exc}")
     return step
 
 
@@ -187,8 +204,8 @@ def hardlink(name: str, target: str) -> Step:
 
 def chmod(name: str, mode: int) -> Step:
     def step(ws: Path) -> None:
-        if IS_ROOT:
-            pytest.skip("permission bits do not stop root")
+        if not PERMISSIONS_BIND:
+            pytest.skip("permission bits do not stop this process (root)")
         (ws / name).chmod(mode)
     return step
 
@@ -602,8 +619,13 @@ class Zygote:
 
 
 def _env(cache: Path) -> dict:
-    return dict(os.environ, ROOFLINE_EXT_CACHE_DIR=str(cache), PYTHONPATH=os.pathsep.join(
-        [str(ROOT / "python"), os.environ.get("PYTHONPATH", "")]), COLUMNS="120")
+    # The CLI processes import the roofline_ext this test imported: a source tree on PYTHONPATH
+    # here, the installed package in CI (whose source tree has no native core).
+    import roofline_ext
+
+    package_root = str(Path(roofline_ext.__file__).resolve().parent.parent)
+    path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
+    return dict(os.environ, ROOFLINE_EXT_CACHE_DIR=str(cache), PYTHONPATH=path, COLUMNS="120")
 
 
 def _run(c: Case, ws: Path, cache: Path, zygotes: queue.Queue) -> subprocess.CompletedProcess:
@@ -701,3 +723,94 @@ def test_bad_input(c: Case, outcomes: dict[str, Outcome]) -> None:
 def test_there_are_at_least_100_cases():
     assert len(CASES) >= 100, len(CASES)
     assert len({c.id for c in CASES}) == len(CASES), "case ids must be unique"
+
+
+# ---------------------------------------------------------------------------------------------------
+# The writer and the cache validation, directly
+# ---------------------------------------------------------------------------------------------------
+
+def test_a_write_keeps_mode_and_link_and_leaves_no_temporary_file(tmp_path):
+    from roofline_ext.report.outputs import write_text
+
+    target = tmp_path / "t.json"
+    target.write_text("old")
+    target.chmod(0o640)
+    os.symlink("t.json", tmp_path / "link.json")
+    write_text(tmp_path / "link.json", "new")
+    assert os.readlink(tmp_path / "link.json") == "t.json" and target.read_text() == "new"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json", "t.json"]
+
+
+def test_a_new_output_gets_the_umask_not_0600(tmp_path):
+    from roofline_ext.report.outputs import write_text
+
+    old = os.umask(0o022)
+    try:
+        write_text(tmp_path / "n.csv", "x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "n.csv").stat().st_mode) == 0o644
+
+
+def test_a_hard_link_is_split_as_documented(tmp_path):
+    # docs/architecture.md: the name written gets the new file, the other names keep the old content.
+    from roofline_ext.report.outputs import write_text
+
+    (tmp_path / "a").write_text("old")
+    os.link(tmp_path / "a", tmp_path / "b")
+    write_text(tmp_path / "a", "new")
+    assert (tmp_path / "a").read_text() == "new" and (tmp_path / "b").read_text() == "old"
+
+
+def test_a_path_that_became_a_fifo_after_the_check_is_still_refused(tmp_path):
+    from roofline_ext.errors import UserError
+    from roofline_ext.report.outputs import check_outputs, write_text
+
+    check_outputs({"--json": tmp_path / "r.json"})
+    os.mkfifo(tmp_path / "r.json")
+    with pytest.raises(UserError, match="is a FIFO"):
+        write_text(tmp_path / "r.json", "{}")
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "r.json").st_mode)
+
+
+def test_a_failed_write_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
+    from roofline_ext.errors import UserError
+    from roofline_ext.report import outputs
+
+    (tmp_path / "r.json").write_text("old")
+
+    def full(*a):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(outputs.os, "replace", full)
+    with pytest.raises(UserError, match=r"cannot write .*r\.json: No space left on device"):
+        outputs.write_text(tmp_path / "r.json", "new")
+    assert (tmp_path / "r.json").read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_strict_json_writes_no_nan_or_infinity():
+    from roofline_ext.report.writers import dumps
+
+    text = dumps({"a": float("nan"), "b": [float("inf"), 1.5], "c": -float("inf")})
+    assert json.loads(text) == {"a": None, "b": [None, 1.5], "c": None}
+
+
+@pytest.mark.parametrize("edit, ok", [
+    (lambda cal: None, True),
+    # no recorded entries: the ceiling comes from the file's GPU record (H200: 4.81 TB/s)
+    (lambda cal: (cal["burst"].update(entries={}), cal["peaks"]["burst"].update(bandwidth_tbps=1e300)), False),
+    (lambda cal: (cal["burst"].update(entries={}), cal["peaks"]["burst"].update(bandwidth_tbps=4.6)), True),
+    # no entries and no GPU attributes: the datasheet figure of the named part bounds it
+    (lambda cal: (cal["burst"].update(entries={}), cal.update(gpu={"uuid": "GPU-x", "name": "NVIDIA H200"}),
+                  cal["peaks"]["burst"].update(fp16=5000.0)), False),
+    (lambda cal: cal["peaks"]["burst"].update(fp32=0), False),
+    (lambda cal: cal["peaks"]["sustained"].update(bf16=True), False),
+])
+def test_cache_validation_bounds_every_peak(edit, ok):
+    from roofline_ext.peaks.cache import validate
+
+    cal = json.loads(FIXTURE_CALIBRATION.read_text())
+    edit(cal)
+    assert (validate(cal) is None) is ok, validate(cal)
