@@ -457,7 +457,7 @@ case("plot-with-two-files", ["analyze", OK, "tasks/a.py", "--plot", "c.png"], 2,
      no_torch=True)
 case("new-with-a-folder", ["analyze", "tasks", "--new", OK], 2, err="--new takes one task file", no_torch=True)
 case("new-missing", ["analyze", OK, "--new", "nope.py"], 2, err="no such candidate file", no_torch=True)
-case("new-is-a-fifo", ["analyze", OK, "--new", "c.py"], 2, (fifo("c.py"),), err="no such candidate file",
+case("new-is-a-fifo", ["analyze", OK, "--new", "c.py"], 2, (fifo("c.py"),), err="c.py: not a regular file",
      no_torch=True)
 case("time-without-gpu", ["analyze", OK, "--time"], 3, err="roofline-ext: error:", no_torch=True, no_gpu=True)
 case("compile-without-gpu", ["analyze", OK, "--compile"], 3, err="roofline-ext: error:", no_torch=True, no_gpu=True)

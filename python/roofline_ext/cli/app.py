@@ -5,6 +5,9 @@ Exit codes (documented in the README):
   1  a batch finished but at least one task in it failed
   2  bad input (arguments, files, unknown GPU name)
   3  no usable GPU for a command that needs one (the reason is printed)
+  130 interrupted (Ctrl-C)
+Every error is one line on stderr; ``--debug``, anywhere on the line, adds the traceback and keeps
+the code.
 """
 from __future__ import annotations
 

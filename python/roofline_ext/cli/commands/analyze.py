@@ -92,7 +92,7 @@ def _fix_json_target(args: argparse.Namespace) -> None:
     # other targets given, only a task file that exists is taken back (JSON never goes onto one).
     if args.json not in (None, "-", ""):
         candidate = Path(args.json)
-        if candidate.is_file() and candidate.suffix == ".py" or (
+        if (candidate.is_file() and candidate.suffix == ".py") or (
                 not args.targets and (candidate.is_dir() or candidate.suffix == ".py")):
             args.targets, args.json = [args.json, *args.targets], "-"
     if not args.targets:
@@ -132,7 +132,8 @@ def _check_args(args: argparse.Namespace, batch: bool) -> None:
     if args.new and batch:
         raise UserError("--new takes one task file, not a batch (a folder's tasks may define ModelNew)")
     if args.new and not Path(args.new).is_file():
-        raise UserError(f"{args.new}: no such candidate file")
+        what = "not a regular file" if Path(args.new).exists() else "no such candidate file"
+        raise UserError(f"{args.new}: {what}")
     if args.trials < 1:
         raise UserError("--trials must be at least 1")
     if args.plot is not None:

@@ -57,9 +57,10 @@ def _lines(d: Device) -> list[tuple[str, str]]:
     ]
 
 
-def _build() -> tuple[dict, str]:
-    """What this build can do, as JSON and as one line: whether its CUDA part was compiled in
-    decides whether it can measure anything at all, GPU or no GPU."""
+def _build(devs: list) -> tuple[dict, str]:
+    """What this build can do, as JSON and as the first line: whether its CUDA part was compiled in
+    decides whether it can measure anything at all, GPU or no GPU. With a GPU listed, the
+    availability message (printed after it) says what that means for this GPU."""
     from ..._version import __version__
     from ...device.native import core_or_none, import_error
 
@@ -70,20 +71,21 @@ def _build() -> tuple[dict, str]:
                        "build cannot measure; reinstall with 'pip install .'")
     build = dict(native.build_info(), native_core=True)
     build["can_measure"] = bool(build.get("cuda_compiled"))
+    line = f"roofline-ext {__version__}; CUDA compiled in: {'yes' if build['can_measure'] else 'no'}"
+    if devs:
+        return build, line
     if build["can_measure"]:
-        line = "CUDA compiled in: yes (this build can measure)"
-    else:
-        line = ("CUDA compiled in: no, this build can identify GPUs but never measure them (it was built "
-                "without nvcc; reinstall with nvcc on PATH and ROOFLINE_ENABLE_CUDA=ON)")
-    return build, f"roofline-ext {__version__}; {line}"
+        return build, line + " (this build can measure)"
+    return build, line + (", this build can identify GPUs but never measure them (it was built without "
+                          "nvcc; reinstall with nvcc on PATH and ROOFLINE_ENABLE_CUDA=ON)")
 
 
 def run(args) -> int:
     from ..._version import __version__
 
     avail = availability()
-    build, build_line = _build()
     devs = devices()
+    build, build_line = _build(devs)
     if args.json:
         out = avail.to_dict()
         out["build"] = build
