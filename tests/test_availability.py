@@ -4,6 +4,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -80,17 +83,23 @@ def test_import_touches_no_gpu_and_no_torch():
 
 
 def test_native_core_is_built_with_cuda():
-    # CI installs with ROOFLINE_ENABLE_CUDA=ON; a build that silently lost its CUDA part fails here.
+    # A host-only build must be asked for (ROOFLINE_ENABLE_CUDA=OFF, at install and here); any other
+    # build that lost its CUDA part (no nvcc found, a silent CMake warning) fails here instead of
+    # skipping, so the README's test command cannot pass on it.
     import os
 
     from roofline_ext.device.native import core_or_none, import_error
 
-    if os.environ.get("ROOFLINE_ENABLE_CUDA", "").upper() != "ON":
-        pytest.skip("ROOFLINE_ENABLE_CUDA=ON not set: a host-only build is allowed")
     core = core_or_none()
     assert core is not None, import_error()
-    assert core.CUDA_COMPILED is True
-    assert core.build_info()["cuda_compiled"] is True
+    info = core.build_info()
+    assert info["cuda_compiled"] is bool(core.CUDA_COMPILED)
+    if os.environ.get("ROOFLINE_ENABLE_CUDA", "").upper() == "OFF":
+        assert core.CUDA_COMPILED is False, "ROOFLINE_ENABLE_CUDA=OFF, but this build has a CUDA part"
+        return
+    assert core.CUDA_COMPILED is True, (
+        "this build of roofline_ext has no CUDA part (no nvcc at install?): reinstall with nvcc on "
+        "PATH, or declare a host-only build with ROOFLINE_ENABLE_CUDA=OFF (at install and test)")
     for name in ("cuda_probe", "cuda_devices", "TelemetrySampler"):
         assert hasattr(core, name), name
 
@@ -117,9 +126,98 @@ def test_info_without_gpu_exits_3_with_one_line_reason():
     assert "Traceback" not in r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and a.message in lines[0]
+    # Whether this build could measure at all is said without a GPU too.
+    assert "CUDA compiled in: " in r.stdout
     r = _run_cli("info", "--json")
     assert r.returncode == 3
-    assert json.loads(r.stdout) == {"available": False, "reason": a.reason.value, "message": a.message}
+    out = json.loads(r.stdout)
+    assert {k: out[k] for k in ("available", "reason", "message")} == a.to_dict()
+    assert out["devices"] == [] and isinstance(out["build"]["can_measure"], bool)
+
+
+@pytest.mark.parametrize("compiled, said", [(True, "CUDA compiled in: yes (this build can measure)"),
+                                            (False, "CUDA compiled in: no, this build can identify GPUs "
+                                                    "but never measure them")])
+def test_info_says_whether_the_build_can_measure(monkeypatch, capsys, compiled, said):
+    from roofline_ext.cli import main
+    from roofline_ext.device import native
+
+    fake = SimpleNamespace(build_info=lambda: {"version": "x", "cuda_compiled": compiled,
+                                               "cuda_runtime_version": 13000 if compiled else 0})
+    monkeypatch.setattr(native, "core_or_none", lambda: fake)
+    monkeypatch.setattr("roofline_ext.cli.commands.info.devices", lambda: [])
+    assert main(["info"]) == 3
+    assert said in capsys.readouterr().out
+    assert main(["info", "--json"]) == 3
+    assert json.loads(capsys.readouterr().out)["build"]["can_measure"] is compiled
+
+
+def test_info_without_a_native_core_says_it_cannot_measure(monkeypatch, capsys):
+    from roofline_ext.cli import main
+    from roofline_ext.device import native
+
+    monkeypatch.setattr(native, "core_or_none", lambda: None)
+    monkeypatch.setattr(native, "import_error", lambda: "ImportError: no _core")
+    monkeypatch.setattr("roofline_ext.cli.commands.info.devices", lambda: [])
+    assert main(["info"]) == 3
+    assert "native core not importable (ImportError: no _core): this build cannot measure" in capsys.readouterr().out
+
+
+# --- --require-gpu ------------------------------------------------------------------------------
+
+_CONFTEST = Path(__file__).with_name("conftest.py")
+
+
+def _pytest_on(tmp_path: Path, body: str, *flags: str, gpu_machine: bool = False) -> subprocess.CompletedProcess:
+    """Run pytest in a fresh process on one test file, with this suite's conftest.py (told that a
+    GPU can be measured, with ``gpu_machine``)."""
+    conftest = _CONFTEST.read_text()
+    if gpu_machine:
+        conftest += "\n\ndef _no_gpu_reason():\n    return None  # as on a GPU machine\n"
+    (tmp_path / "conftest.py").write_text(conftest)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: needs a GPU\n")
+    (tmp_path / "test_probe.py").write_text(textwrap.dedent(body))
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--strict-markers",
+                           str(tmp_path / "test_probe.py"), *flags],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+
+DO_NOTHING = """
+    import pytest
+
+    @pytest.mark.gpu
+    def test_does_nothing():
+        pass
+"""
+
+
+def test_require_gpu_fails_a_gpu_test_that_does_nothing_without_a_gpu(tmp_path):
+    if roofline_ext.availability().ok:
+        pytest.skip("a GPU can be measured here: the do-nothing GPU test passes, as it should")
+    r = _pytest_on(tmp_path, DO_NOTHING, "--require-gpu")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "1 failed" in r.stdout and "--require-gpu given but no GPU can be measured" in r.stdout
+    r = _pytest_on(tmp_path, DO_NOTHING)
+    assert r.returncode == 0 and "1 skipped" in r.stdout, r.stdout + r.stderr
+
+
+def test_require_gpu_fails_a_skip_inside_a_gpu_test(tmp_path):
+    # As on a GPU machine: a GPU test that skips itself (torch without CUDA, a missing tool) fails
+    # under the flag; a test without the mark may still skip, and without the flag both skip.
+    body = DO_NOTHING + """
+    @pytest.mark.gpu
+    def test_skips_itself():
+        pytest.skip("torch has no CUDA here")
+
+    def test_not_gpu_skips():
+        pytest.skip("not a GPU test")
+    """
+    r = _pytest_on(tmp_path, body, "--require-gpu", gpu_machine=True)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "1 failed, 1 passed, 1 skipped" in r.stdout, r.stdout
+    assert "this GPU test skipped instead of checking" in r.stdout and "torch has no CUDA here" in r.stdout
+    r = _pytest_on(tmp_path, body, gpu_machine=True)
+    assert r.returncode == 0 and "1 passed, 2 skipped" in r.stdout, r.stdout
 
 
 def test_require_measurement_raises_with_reason(monkeypatch):

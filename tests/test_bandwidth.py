@@ -188,6 +188,7 @@ def test_bandwidth_within_theoretical_bounds_and_agrees_with_torch_copy():
     result = roofline_ext.measure_bandwidth(0, l2=False, reps=20, warmup=3)
     theo = result.theoretical_tbps
     assert theo, "NVML gave no memory clock / bus width on this GPU"
+    assert "copy" in result.patterns, f"no copy figure to compare: {sorted(result.patterns)}"
     for name, p in result.patterns.items():
         assert 0.5 * theo <= p.tbps_median <= theo, (name, p.tbps_median, theo)
         assert p.tbps_best <= theo
@@ -203,7 +204,9 @@ def test_bandwidth_within_theoretical_bounds_and_agrees_with_torch_copy():
     finally:
         sys.path.pop(0)
     peers = peers_mod.measure_peers(0, result.buffer_bytes, reps=20, warmup=3, telemetry=False)
-    ratio = result.patterns["copy"].tbps_median / peers["torch_copy"]["tbps_median"]
+    theirs = (peers.get("torch_copy") or {}).get("tbps_median")
+    assert theirs and theirs > 0, f"torch copy_ gave no figure to compare with: {peers.get('torch_copy')}"
+    ratio = result.patterns["copy"].tbps_median / theirs
     assert 0.9 <= ratio <= 1.1, f"ours/torch copy_ = {ratio:.3f}"
 
 

@@ -307,12 +307,16 @@ def test_best_path_beats_cublas_of_the_same_precision():
         pytest.skip("torch has no CUDA here")
     precisions = ["fp32", "tf32", "fp16", "bf16"]
     res = compute.measure_compute(0, precisions=precisions, reps=10, warmup=2)
+    compared = []
     for prec in precisions:
         r = res[prec]
         if r.status != "ok":
             continue
         peer = _cublas_tflops(torch, prec)
         assert r.tflops_median >= peer, f"{prec}: ours {r.tflops_median:.1f} < cuBLAS {peer:.1f} ({r.path})"
+        compared.append(prec)
+    # FP32 runs on every GPU: a comparison that compared nothing must not pass.
+    assert "fp32" in compared, f"compared with cuBLAS: {compared or 'nothing'}"
 
 
 def test_a_results_config_can_be_passed_back(fake):

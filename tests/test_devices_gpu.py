@@ -15,6 +15,13 @@ from roofline_ext.device.listing import normalize_bus_id
 pytestmark = pytest.mark.gpu
 
 
+def _devices() -> list:
+    """The listed devices; none listed on a GPU machine is a failure, never a loop over nothing."""
+    devs = roofline_ext.devices()
+    assert devs, "roofline_ext.devices() lists no GPU on a machine where a GPU can be measured"
+    return devs
+
+
 def _smi(fields: str) -> list[list[str]]:
     if shutil.which("nvidia-smi") is None:
         pytest.fail("nvidia-smi not on PATH on a GPU machine")
@@ -25,7 +32,8 @@ def _smi(fields: str) -> list[list[str]]:
 
 def test_identity_matches_torch():
     torch = pytest.importorskip("torch")
-    devs = [d for d in roofline_ext.devices() if d.index is not None]
+    devs = [d for d in _devices() if d.index is not None]
+    assert devs, "no listed GPU has a CUDA index"
     assert len(devs) == torch.cuda.device_count()
     for d in devs:
         p = torch.cuda.get_device_properties(d.index)
@@ -41,7 +49,8 @@ def test_identity_matches_torch():
 def test_identity_matches_nvidia_smi():
     rows = _smi("pci.bus_id,name,uuid,memory.total,clocks.max.sm,clocks.max.memory,power.limit,driver_version")
     by_bus = {normalize_bus_id(r[0]): r for r in rows}
-    for d in roofline_ext.devices():
+    assert by_bus, "nvidia-smi lists no GPU"
+    for d in _devices():
         bus, name, uuid, mem_mib, max_sm, max_mem, plimit, driver = by_bus[normalize_bus_id(d.pci_bus_id)]
         assert d.name == name
         assert d.uuid == uuid
@@ -53,7 +62,7 @@ def test_identity_matches_nvidia_smi():
 
 
 def test_physical_sanity():
-    for d in roofline_ext.devices():
+    for d in _devices():
         assert 0 < d.sm_count <= 1000
         assert 500 <= d.max_sm_clock_mhz <= 4000
         assert d.theoretical_bandwidth_tbps is None or 0.1 < d.theoretical_bandwidth_tbps < 20

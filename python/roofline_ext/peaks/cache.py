@@ -24,7 +24,7 @@ from typing import Any, Iterator, Mapping
 
 from ..errors import UserError
 from .measured import MeasuredPeaks
-from .units import PEAK_KEYS, ROOFLINE_PEAK_KEYS
+from .units import PEAK_KEYS, ROOFLINE_PEAK_KEYS, UNITS
 
 __all__ = [
     "SCHEMA_VERSION", "REGIMES", "CACHE_ENV", "cache_dir", "cache_path", "raw_path", "save", "load",
@@ -170,25 +170,48 @@ def validate(cal: Any) -> str | None:
             ceiling = _ceiling(cal, regime, key)
             if value is not None and ceiling is not None and value > 1.10 * ceiling:
                 return (f"peaks.{regime}.{key} = {value:g} is above its clock-derived ceiling "
-                        f"{ceiling:g} (+10%)")
+                        f"{ceiling:g} (+10%), which no card reaches")
     return None
 
 
 def _ceiling(cal: Mapping[str, Any], regime: str, key: str) -> float | None:
-    """The clock-derived ceiling the calibration recorded for a peak key, if any (at boost clock:
-    the highest a card can reach)."""
+    """The clock-derived ceiling of a peak key (at boost clock: the highest a card can reach): the
+    one the calibration recorded; else the one its GPU record implies (a hand-edited file without
+    entries); else the datasheet figure of its part. None when nothing bounds it."""
     from .units import entry_key
 
     entries = ((cal.get(regime) or {}).get("entries") or {}) if isinstance(cal.get(regime), dict) else {}
     entry = entries.get(entry_key(key)) if isinstance(entries, dict) else None
-    if not isinstance(entry, dict):
+    if isinstance(entry, dict):
+        recorded = [float(entry[f]) for f in ("clock_derived_max", "clock_derived") if _is_peak(entry.get(f))]
+        if recorded:
+            return max(recorded)
+    gpu = cal.get("gpu") if isinstance(cal.get("gpu"), dict) else {}
+    return _device_ceiling(gpu, key) or _datasheet_ceiling(gpu.get("name"), key)
+
+
+def _device_ceiling(gpu: Mapping[str, Any], key: str) -> float | None:
+    from .derived import _cc_tuple, derived_peaks
+
+    try:
+        major, minor = _cc_tuple(gpu.get("compute_capability"))
+        derived = derived_peaks(major, minor, gpu.get("sm_count"), gpu.get("max_sm_clock_mhz"),
+                                gpu.get("max_mem_clock_mhz"), gpu.get("memory_bus_width_bits"),
+                                consumer="geforce" in str(gpu.get("name", "")).lower())
+    except (TypeError, ValueError):  # no or a malformed record: nothing to derive from
         return None
-    best = None
-    for field in ("clock_derived_max", "clock_derived"):
-        value = entry.get(field)
-        if _is_peak(value):
-            best = max(best or 0.0, float(value))
-    return best
+    value = derived.bandwidth_tbps if key == "bandwidth_tbps" else getattr(derived, key, None)
+    return value if _is_peak(value) else None
+
+
+def _datasheet_ceiling(name: Any, key: str) -> float | None:
+    from .datasheet import lookup
+
+    sku = lookup(name) if isinstance(name, str) else None
+    if sku is None:
+        return None
+    value = sku.bandwidth_tbps if key == "bandwidth_tbps" else sku.peak(key) if key in UNITS else None
+    return value if _is_peak(value) else None
 
 
 def save(cal: Mapping[str, Any]) -> Path:
@@ -222,6 +245,10 @@ def load_file(path: str | os.PathLike) -> dict | None:
     """A calibration read from ``path``; None (with one warning line naming the file) when it is
     missing, corrupt, of another schema or holds impossible peaks."""
     path = Path(path)
+    if path.exists() and not path.is_file():
+        # A FIFO would block the read for ever, a device would feed it anything.
+        warn(f"ignoring calibration file {path}: not a regular file")
+        return None
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -396,14 +396,26 @@ _COMPILED = {key: tuple(re.compile(p) for p in pats) for key, pats in _PATTERNS.
 _BRAND_WORDS = {"nvidia", "geforce", "tesla"}
 # Trailing words of marketing names ("NVIDIA H100 Tensor Core GPU").
 _TRAILING_WORDS = ("gpu", "core", "tensor")
+# Glued spellings: "rtx4090", "rtxa6000" (a word "rtx" run into the part), "h100sxm", "a100pcie",
+# "6000ada" (a form factor run into the number), "pcie40gb" (a size run into the form factor).
+# Only these: a general letter/digit split would break "a10g", "sxm5" and "40gb".
+_GLUED = (
+    re.compile(r"(?<=\brtx)(?=a?\d)"),
+    re.compile(r"(?<=\d)(?=sxm|pcie|nvl|ada)"),
+    re.compile(r"(?<=pcie)(?=\d+gb)"),
+)
 
 
 def normalize_name(name: str) -> str:
     """The form names are matched in: lower case, brand words and separators removed.
 
-    "NVIDIA A100-PCIE-40GB" -> "a100 pcie 40gb"; "NVIDIA GeForce RTX 4090" -> "rtx 4090".
+    "NVIDIA A100-PCIE-40GB" -> "a100 pcie 40gb"; "NVIDIA GeForce RTX 4090" -> "rtx 4090". Words
+    people type without a space are split where the table's names have one: "rtx4090" ->
+    "rtx 4090", "h100sxm" -> "h100 sxm", "6000ada" -> "6000 ada".
     """
     s = re.sub(r"[-_/,()]+", " ", name.strip().lower())
+    for glued in _GLUED:
+        s = glued.sub(" ", s)
     words = [w for w in s.split() if w not in _BRAND_WORDS]
     while words and words[-1] in _TRAILING_WORDS:
         words.pop()

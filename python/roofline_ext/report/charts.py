@@ -13,6 +13,7 @@ changes the backend or the open figures of the program that asked for it (a note
 """
 from __future__ import annotations
 
+import io
 import math
 import os
 import textwrap
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import UserError
+from .outputs import write_bytes
 
 __all__ = ["plot_calibration", "plot_task", "plot_roofline", "FORMATS"]
 
@@ -319,8 +321,10 @@ def plot_roofline(
     for t in points:
         _draw_task(ax, t, limits[0], limits[1])
     _legend(ax, mpl[2], measured, sustained, datasheet, measured_label)
-    fig.savefig(str(path), format=path.suffix.lower().lstrip("."))
-    return path
+    # Drawn in memory, then written as every output is (atomic; never over a device or a FIFO).
+    buf = io.BytesIO()
+    fig.savefig(buf, format=path.suffix.lower().lstrip("."))
+    return write_bytes(path, buf.getvalue())
 
 
 # --------------------------------------------------------------------------------------------------

@@ -30,19 +30,21 @@ def _fmt_pct(fraction: float) -> str:
 _ROOF_PHRASES = {"datasheet": "by the datasheet", "derived": "derived from clocks", "measured": "measured"}
 
 
-def describe(r: Mapping[str, Any] | None, gpu: str | DatasheetPeaks | None = None) -> str:
+def describe(r: Mapping[str, Any] | None, gpu: str | DatasheetPeaks | None = None, *,
+             why_none: str | None = None) -> str:
     """One readable sentence with every roof of a ``roofline()`` result.
 
     E.g. "Roofline on NVIDIA H200: memory-bound (intensity 0.25 FLOP/byte); floor 0.412 ms by the
     datasheet, 0.438 ms measured; PyTorch reaches 71% / 76%, yours 92% / 98%." A time below a floor
     adds "... faster than the floor: the FLOP/byte count or the peaks are wrong". ``gpu`` names the
-    GPU in the sentence (default: the name the result was computed for).
+    GPU in the sentence (default: the name the result was computed for). ``why_none``: why ``r``
+    is None, when the caller knows (a task that moves no bytes is not a GPU missing from the table).
     """
     name = gpu.full_name if isinstance(gpu, DatasheetPeaks) else gpu
     if r is None:
         who = f" for {name}" if name else ""
-        return (f"No roofline{who}: the GPU is not in the datasheet table and no derived or "
-                "measured peaks were given.")
+        why = why_none or "the GPU is not in the datasheet table and no derived or measured peaks were given"
+        return f"No roofline{who}: {why}."
     name = name or r.get("gpu") or "this GPU"
     if "roofs" not in r:
         return _describe_seed(r, name)

@@ -1,18 +1,20 @@
 """The JSON and CSV files of ``analyze``: rewritten atomically after every result.
 
 A reader (or a crash) sees the old file or the new one, never half of one; a batch interrupted
-half-way leaves a file whose ``complete`` is false.
+half-way leaves a file whose ``complete`` is false. Where an output may go and how it is written
+(never over a device, a FIFO or an input; mode kept) is :mod:`roofline_ext.report.outputs`.
 """
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
+import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+
+from .outputs import write_text
 
 
 def public(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -41,18 +43,24 @@ def _csv_row(result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    # Temp file in the same folder + os.replace: a reader (or a crash) sees the old file or the new
-    # one, never half of one.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Write one output file by the rules of :mod:`.outputs` (atomic, mode kept, regular files only)."""
+    write_text(path, text)
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, Mapping):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def dumps(obj: Any, **kwargs: Any) -> str:
+    """Strict JSON: NaN and infinities become null (Python would write tokens no other parser
+    reads); anything else JSON has no type for (a torch dtype) becomes its string."""
+    return json.dumps(_finite(obj), allow_nan=False, default=str, **kwargs)
 
 
 def summarize(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -91,7 +99,7 @@ class ResultsWriter:
 
     def flush(self, complete: bool) -> None:
         if self.json_path:
-            write_atomic(self.json_path, json.dumps(self.document(complete), indent=1, default=str) + "\n")
+            write_atomic(self.json_path, dumps(self.document(complete), indent=1) + "\n")
         if self.csv_path:
             buf = io.StringIO()
             w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), lineterminator="\n")

@@ -12,6 +12,7 @@ goes on, and each result is written to the output files as soon as it exists (te
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import traceback
@@ -27,7 +28,7 @@ from ..peaks.derived import derived_peaks_for_device
 from ..report.progress import Progress
 from ..report.writers import ResultsWriter
 from ..tasks.counting import count_task, require_torch
-from ..tasks.loading import load_task
+from ..tasks.loading import TaskError, load_task
 
 __all__ = ["analyze_task", "analyze_batch", "calibration_for", "error_result", "measured_peaks_for"]
 
@@ -61,11 +62,13 @@ def calibration_for(gpu: GpuChoice) -> dict[str, Any] | None:
 @contextlib.contextmanager
 def _task_sandbox():
     """What a task may change and we put back: stdout (task prints must not corrupt JSON on stdout;
-    they go to stderr), warnings (torch's chatter about the task is not ours to show), torch's
-    default dtype (a task that calls torch.set_default_dtype must not change the next one)."""
+    they go to stderr), warnings and torch's logs (torch's chatter about the task is not ours to
+    show), torch's default dtype (a task that calls torch.set_default_dtype must not change the
+    next one)."""
     torch = sys.modules.get("torch")
     default_dtype = torch.get_default_dtype() if torch is not None else None
-    with contextlib.redirect_stdout(sys.stderr), warnings.catch_warnings():
+    with _fd1_to_stderr(), contextlib.redirect_stdout(sys.stderr), _quiet_torch_logs(), \
+            warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             yield
@@ -73,6 +76,57 @@ def _task_sandbox():
             torch = sys.modules.get("torch")
             if torch is not None:
                 torch.set_default_dtype(default_dtype or torch.float32)
+
+
+@contextlib.contextmanager
+def _fd1_to_stderr():
+    """File descriptor 1 points at stderr while task code runs: ``os.write(1, ...)``,
+    ``sys.__stdout__`` and child processes write the descriptor, not ``sys.stdout``."""
+    for stream in (sys.stdout, sys.__stdout__):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    saved = _redirect_fd(2, 1)
+    try:
+        yield
+    finally:
+        # What the task left in sys.__stdout__'s buffer was written while fd 1 was stderr: it goes
+        # there too, before fd 1 is ours again.
+        with contextlib.suppress(Exception):
+            sys.__stdout__.flush()
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _redirect_fd(src: int, dst: int) -> int | None:
+    """Point ``dst`` at ``src``; returns a copy of the old ``dst``, or None when there is no such
+    descriptor (a daemon without stdout has nothing to protect)."""
+    try:
+        saved = os.dup(dst)
+    except OSError:
+        return None
+    try:
+        os.dup2(src, dst)
+    except OSError:
+        os.close(saved)
+        return None
+    return saved
+
+
+@contextlib.contextmanager
+def _quiet_torch_logs():
+    """torch logs a failed shape function as a 19-line ERROR traceback before the failure reaches
+    us as one line; shown only when the ``roofline_ext`` logger is at DEBUG (``--debug``)."""
+    if logging.getLogger("roofline_ext").isEnabledFor(logging.DEBUG):
+        yield
+        return
+    log = logging.getLogger("torch")
+    level = log.level
+    log.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 def _roof_dtype(counts) -> tuple[str, str | None]:
@@ -117,6 +171,7 @@ def analyze_task(
             counts = count_task(task, dtype)
         finally:
             task.unload()
+    _require_output(counts)
 
     derived = None
     if choice.device is not None:
@@ -138,8 +193,9 @@ def analyze_task(
     notes = list(counts.notes)
     if dtype_note:
         notes.append(dtype_note)
-    if r is None:
-        notes.append("no roofline: nothing is read or written, or no peaks are known for this GPU")
+    no_roofline = None if r is not None else _no_roofline_reason(counts, choice)
+    if no_roofline:
+        notes.append(f"no roofline: {no_roofline}")
 
     result: dict[str, Any] = {
         "task": counts.task,
@@ -182,7 +238,26 @@ def analyze_task(
         result["by_op"] = counts.by_op
     # The roofline() dict itself, for describe(); not JSON output (it repeats the fields above).
     result["_roofline"] = r
+    result["_no_roofline"] = no_roofline
     return result
+
+
+def _require_output(counts) -> None:
+    """A forward that returns no tensor (None, a number, a string) writes nothing a floor could
+    count: that is a broken task, not a floor of zero."""
+    if counts.outputs:
+        return
+    also = "" if counts.inputs else "; get_inputs() gave no tensor either"
+    raise TaskError(f"{counts.path}: Model.forward() returned no tensor{also}: a task's forward returns "
+                    "its result tensor(s)", kind="forward", path=counts.path)
+
+
+def _no_roofline_reason(counts, choice: GpuChoice) -> str:
+    """Why a counted task has no floor, in words: no bytes, or no peaks for this GPU."""
+    if not counts.bytes:
+        return ("the task reads and writes 0 bytes (only empty tensors), so it has no floor "
+                "on any GPU")
+    return f"no datasheet, derived or measured peaks are known for {choice.name}"
 
 
 def error_result(path: str | os.PathLike, exc: BaseException) -> dict[str, Any]:

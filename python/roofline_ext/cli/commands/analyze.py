@@ -8,7 +8,11 @@ would run yourself.
 One file: the roofline sentence and a short table, or with ``--json`` one JSON object on stdout
 (``--json OUT.json`` writes it to a file). A folder: every ``*.py`` task in it, a progress bar on
 stderr, results to ``--json OUT.json`` / ``--csv OUT.csv`` (rewritten after each task, so nothing
-finished is lost), a summary of failures, exit code 1 if any task failed.
+finished is lost), a summary of failures, exit code 1 if any task failed. Several targets (files,
+folders, a shell glob) are one batch.
+
+Every cheap check (targets, output paths, ``--plot``'s extension, the GPU name) runs before torch is
+imported, and every output path is checked before any task runs (:mod:`roofline_ext.report.outputs`).
 
 The per-task and batch logic lives in :mod:`roofline_ext.runner.analyze`; this module parses arguments
 and prints.
@@ -16,18 +20,28 @@ and prints.
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Mapping
 
 from ...errors import UserError
 from ...model.gpu import GpuChoice, resolve_gpu
-from ...peaks.units import TASK_DTYPES, UNIT
-from ...report.writers import ResultsWriter, public, summarize, write_atomic
+from ...peaks.units import TASK_DTYPES, UNIT, task_dtype_name
+from ...report.outputs import check_outputs
+from ...report.writers import ResultsWriter, dumps, public, summarize, write_atomic
 from ...runner.analyze import REGIMES, analyze_batch, analyze_task, calibration_for, measured_peaks_for
 
 DTYPES = tuple(TASK_DTYPES)
+
+
+def _dtype(text: str) -> str:
+    """``--dtype`` in any spelling ``task_dtype_name`` knows (``FP16``, ``half``) → its choice name."""
+    try:
+        attr = task_dtype_name(text)
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return next(k for k, v in TASK_DTYPES.items() if v == attr)
 
 
 def _measured_peaks_for(gpu: GpuChoice, regime: str) -> Mapping[str, float] | None:
@@ -44,15 +58,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "running them, and give the roofline floor on a GPU's datasheet (and derived/measured) "
         "roofs. Task files are Python code and run when loaded: analyze only files you trust.",
     )
-    p.add_argument("target", nargs="?", metavar="TASK.py|DIR",
-                   help="a task file (class Model, get_inputs, get_init_inputs) or a folder of them")
+    p.add_argument("targets", nargs="*", metavar="TASK.py|DIR",
+                   help="task files (class Model, get_inputs, get_init_inputs) or folders of them")
     p.add_argument("--gpu", metavar="NAME",
                    help="GPU to analyze for, e.g. 'H100', 'A100 PCIe 40GB', 'NVIDIA L40S' (default: this "
                    "machine's GPU, or H100 SXM without one; list: roofline-ext peaks)")
     p.add_argument("--json", nargs="?", const="-", default=None, metavar="OUT.json",
                    help="JSON instead of text: on stdout, or written to OUT.json")
     p.add_argument("--csv", metavar="OUT.csv", help="also write results as CSV, one row per task")
-    p.add_argument("--dtype", choices=DTYPES,
+    p.add_argument("--dtype", type=_dtype, choices=DTYPES,
                    help="cast model and floating inputs first, as KernelBench's harness does")
     p.add_argument("--regime", choices=REGIMES, default="burst",
                    help="which calibrated (measured) peaks to use, when cached (default: burst)")
@@ -74,41 +88,93 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _fix_json_target(args: argparse.Namespace) -> None:
-    # `analyze --json TASK.py` makes argparse read TASK.py as the JSON output: take it back.
-    if args.target is None and args.json not in (None, "-"):
+    # `analyze --json TASK.py` makes argparse read TASK.py as the JSON output: take it back. With
+    # other targets given, only a task file that exists is taken back (JSON never goes onto one).
+    if args.json not in (None, "-", ""):
         candidate = Path(args.json)
-        if candidate.suffix == ".py" or candidate.is_dir():
-            args.target, args.json = args.json, "-"
-    if args.target is None:
+        if (candidate.is_file() and candidate.suffix == ".py") or (
+                not args.targets and (candidate.is_dir() or candidate.suffix == ".py")):
+            args.targets, args.json = [args.json, *args.targets], "-"
+    if not args.targets:
         raise UserError("analyze needs a task file or a folder: roofline-ext analyze TASK.py [--gpu NAME]")
+
+
+def _task_paths(targets: list[str]) -> tuple[list[Path], bool]:
+    """The task files the targets name (folders expanded, each file once) and whether this is a
+    batch (a folder or several files); a one-line ``UserError`` for a target that is neither."""
+    from ...tasks.loading import find_task_files
+
+    paths: list[Path] = []
+    batch = False
+    for t in targets:
+        target = Path(t)
+        if target.is_dir():
+            found = find_task_files(target)
+            if not found:
+                raise UserError(f"{target}: no task files (*.py) in this folder")
+            paths += found
+            batch = True
+        elif target.is_file():
+            paths.append(target)
+        elif target.exists():
+            raise UserError(f"{target}: not a task file or a folder (a device, FIFO or socket)")
+        else:
+            raise UserError(f"{target}: no such file or folder")
+    unique: dict[str, Path] = {}  # a file named twice (a.py and ./a.py, a folder and a file in it) runs once
+    for p in paths:
+        unique.setdefault(os.path.realpath(p), p)
+    return list(unique.values()), batch or len(unique) > 1
+
+
+def _check_args(args: argparse.Namespace, batch: bool) -> None:
+    if args.new or args.compile:
+        args.time = True
+    if args.new and batch:
+        raise UserError("--new takes one task file, not a batch (a folder's tasks may define ModelNew)")
+    if args.new and not Path(args.new).is_file():
+        what = "not a regular file" if Path(args.new).exists() else "no such candidate file"
+        raise UserError(f"{args.new}: {what}")
+    if args.trials < 1:
+        raise UserError("--trials must be at least 1")
+    if args.plot is not None:
+        if batch:
+            raise UserError("--plot takes one task file, not a batch")
+        from ...report.charts import _check_path, _matplotlib
+
+        _check_path(args.plot)
+        _matplotlib()  # installed? Known now, not after the analysis
+
+
+def _check_output_paths(args: argparse.Namespace, paths: list[Path]) -> None:
+    """Every output path, before any work: never a device, FIFO or folder, never an input of this
+    run (a task, the candidate, a cached calibration), never the same file twice."""
+    from ...peaks.cache import cache_dir
+
+    cache = cache_dir()
+    cached = sorted(cache.glob("calibration-*.json")) if cache.is_dir() else []
+    json_file = args.json if args.json != "-" else None
+    check_outputs({"--json": json_file, "--csv": args.csv, "--plot": args.plot},
+                  reads=[*paths, args.new, *cached])
 
 
 def run(args: argparse.Namespace) -> int:
     _fix_json_target(args)
-    target = Path(args.target)
-    if not target.exists():
-        raise UserError(f"{target}: no such file or folder")
-    from ...tasks.counting import require_torch
-
-    require_torch()  # once, up front: without torch no task of a batch could be counted
-    if args.new or args.compile:
-        args.time = True
-    if args.new and target.is_dir():
-        raise UserError("--new takes one task file, not a folder (a folder's tasks may define ModelNew)")
-    if args.new and not Path(args.new).is_file():
-        raise UserError(f"{args.new}: no such candidate file")
-    if args.trials < 1:
-        raise UserError("--trials must be at least 1")
+    paths, batch = _task_paths(args.targets)
+    _check_args(args, batch)
+    _check_output_paths(args, paths)
+    gpu = resolve_gpu(args.gpu)
     if args.time:
         from ...device.status import require_measurement
 
         require_measurement(args.device)  # exit 3 with the reason, before any task runs
-    gpu = resolve_gpu(args.gpu)
+    from ...tasks.counting import require_torch
+
+    require_torch()  # once, up front: without torch no task of a batch could be counted
     if gpu.note:
         print(f"roofline-ext: note: {gpu.note}", file=sys.stderr)
-    if target.is_dir():
-        return _run_batch(args, target, gpu)
-    return _run_one(args, target, gpu)
+    if batch:
+        return _run_batch(args, paths, gpu)
+    return _run_one(args, paths[0], gpu)
 
 
 # --- one task ---------------------------------------------------------------------------------------
@@ -129,7 +195,7 @@ def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
     measured = _measured_peaks_for(gpu, args.regime)
     result = _analyze_fn(args)(target, gpu, args.dtype, regime=args.regime, strict_fp32=args.strict_fp32,
                                measured=measured)
-    if args.plot:
+    if args.plot is not None:
         from ...report.charts import plot_task
 
         # The chart draws the roofs the analysis used: this card's calibration, found by UUID.
@@ -138,7 +204,7 @@ def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
     if args.csv:
         ResultsWriter(csv_path=args.csv).add(result)
     if args.json is not None:
-        text = json.dumps(public(result), indent=2, default=str)
+        text = dumps(public(result), indent=2)
         if args.json == "-":
             print(text)
         else:
@@ -168,7 +234,7 @@ def _peak(value: float | None) -> str:
 def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
     from ...report.text import describe
 
-    lines = [describe(result.get("_roofline"), gpu.name), ""]
+    lines = [describe(result.get("_roofline"), gpu.name, why_none=result.get("_no_roofline")), ""]
     model_note = " (also defines ModelNew; the floor is the reference Model's)" if result["has_model_new"] else ""
 
     def joined(shapes: list[str]) -> str:
@@ -248,24 +314,18 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
 
 # --- a folder ---------------------------------------------------------------------------------------
 
-def _run_batch(args: argparse.Namespace, folder: Path, gpu: GpuChoice) -> int:
-    from ...tasks.loading import find_task_files
-
-    if args.plot:
-        raise UserError("--plot takes one task file, not a folder")
-    paths = find_task_files(folder)
-    if not paths:
-        raise UserError(f"{folder}: no task files (*.py) in this folder")
+def _run_batch(args: argparse.Namespace, paths: list[Path], gpu: GpuChoice) -> int:
     json_file = args.json if args.json not in (None, "-") else None
     meta = {"gpu": gpu.name, "gpu_source": gpu.source, "regime": args.regime, "dtype": args.dtype,
-            "strict_fp32": args.strict_fp32, "folder": str(folder), "timed": bool(args.time)}
+            "strict_fp32": args.strict_fp32, "folder": str(Path(args.targets[0])) if len(args.targets) == 1 else None,
+            "targets": list(args.targets), "timed": bool(args.time)}
     writer = ResultsWriter(json_file, args.csv, meta=meta)
     results = analyze_batch(paths, gpu, args.dtype, regime=args.regime, strict_fp32=args.strict_fp32,
                             writer=writer, progress=not args.no_progress, debug=args.debug,
                             measured=_measured_peaks_for(gpu, args.regime), analyze=_analyze_fn(args))
     writer.flush(complete=True)
     if args.json == "-":
-        print(json.dumps(writer.document(complete=True), indent=1, default=str))
+        print(dumps(writer.document(complete=True), indent=1))
     elif not json_file and not args.csv:
         print(_batch_table(results))
     summary = summarize(results)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import statistics
 import sys
 import warnings
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from ...errors import UserError
+from ...report.writers import dumps
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default="0", metavar="N|all",
                    help="CUDA index of the GPU to calibrate, or 'all' for each in turn (default: 0)")
     p.add_argument("--quick", action="store_true",
-                   help="HBM bandwidth and FP32/TF32/FP16/BF16 only, no sustained phase (about 15 s)")
+                   help="HBM bandwidth and FP32/TF32/FP16/BF16 only, no sustained phase (about 3 s on an H200)")
     p.add_argument("--sustained", type=float, default=None, metavar="SECONDS",
                    help="seconds each unit family runs in the sustained phase (default: 30; 0 skips it)")
     p.add_argument("--json", action="store_true", help="print the full calibration as JSON on stdout")
@@ -73,15 +73,26 @@ def _console(stderr: bool = False):
 
 
 def _check_plot(plot: str | None) -> Path | None:
-    """Validate ``--plot`` before anything is measured: a bad name or a missing matplotlib must not
-    be found out after minutes of calibration."""
-    if not plot:
+    """Validate ``--plot`` before anything is measured: a bad name, a path that is no regular file
+    or a missing matplotlib must not be found out after minutes of calibration."""
+    if plot is None:
         return None
     from ...report.charts import _check_path, _matplotlib
 
+    _check_outputs({"--plot": plot})
     base = _check_path(plot)
     _matplotlib()
     return base
+
+
+def _check_outputs(outputs: Mapping[str, Any]) -> None:
+    """Outputs by the rules of report/outputs.py; the cached calibrations are files this run
+    reads, so a chart never lands on one."""
+    from ...peaks.cache import cache_dir
+    from ...report.outputs import check_outputs
+
+    cache = cache_dir()
+    check_outputs(outputs, reads=sorted(cache.glob("calibration-*.json")) if cache.is_dir() else [])
 
 
 def _plot_paths(base: Path | None, indices: Sequence[int]) -> dict[int, Path]:
@@ -89,7 +100,9 @@ def _plot_paths(base: Path | None, indices: Sequence[int]) -> dict[int, Path]:
         return {}
     if len(indices) == 1:
         return {indices[0]: base}
-    return {i: base.with_name(f"{base.stem}-gpu{i}{base.suffix}") for i in indices}
+    paths = {i: base.with_name(f"{base.stem}-gpu{i}{base.suffix}") for i in indices}
+    _check_outputs({f"--plot (GPU {i})": p for i, p in paths.items()})
+    return paths
 
 
 def _device_indices(spec: str) -> list[int]:
@@ -260,7 +273,7 @@ def _show(args: argparse.Namespace) -> int:
     with _warnings_to_stderr():
         cals = list_cached()
     if args.json:
-        print(json.dumps([{k: v for k, v in c.items() if k != "_path"} for c in cals], indent=1))
+        print(dumps([{k: v for k, v in c.items() if k != "_path"} for c in cals], indent=1))
     elif not cals:
         print(f"No calibration cached in {cache_dir()}; run 'roofline-ext calibrate' on a GPU machine.")
     else:
@@ -321,7 +334,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.json:
         doc: Any = cals[0] if len(cals) == 1 else {"devices": cals, "spread": _spread(cals)}
-        print(json.dumps(doc, indent=1))
+        print(dumps(doc, indent=1))
         return 0
     console = _console()
     for i, cal in enumerate(cals):

@@ -1,4 +1,5 @@
-"""``roofline-ext info``: every NVIDIA GPU, like a focused ``nvidia-smi -q``."""
+"""``roofline-ext info``: what this build can do (CUDA compiled in or not), then every NVIDIA GPU,
+like a focused ``nvidia-smi -q``."""
 from __future__ import annotations
 
 import json
@@ -11,9 +12,10 @@ EXIT_NO_GPU = 3  # documented in the README and cli.py
 
 
 def register(sub) -> None:
-    p = sub.add_parser("info", help="describe the NVIDIA GPUs on this machine",
-                       description="Describe every NVIDIA GPU (identity, clocks, memory, power) and "
-                       f"whether this build can measure it. Exits {EXIT_NO_GPU} when there is none.")
+    p = sub.add_parser("info", help="describe the NVIDIA GPUs on this machine, and what this build can do",
+                       description="Say whether this build can measure at all (CUDA compiled in or "
+                       "not), then describe every NVIDIA GPU (identity, clocks, memory, power) and "
+                       f"whether it can be measured. Exits {EXIT_NO_GPU} when there is none.")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -55,27 +57,48 @@ def _lines(d: Device) -> list[tuple[str, str]]:
     ]
 
 
+def _build(devs: list) -> tuple[dict, str]:
+    """What this build can do, as JSON and as the first line: whether its CUDA part was compiled in
+    decides whether it can measure anything at all, GPU or no GPU. With a GPU listed, the
+    availability message (printed after it) says what that means for this GPU."""
+    from ..._version import __version__
+    from ...device.native import core_or_none, import_error
+
+    native = core_or_none()
+    if native is None:
+        build = {"native_core": False, "cuda_compiled": False, "can_measure": False, "error": import_error()}
+        return build, (f"roofline-ext {__version__}; native core not importable ({import_error()}): this "
+                       "build cannot measure; reinstall with 'pip install .'")
+    build = dict(native.build_info(), native_core=True)
+    build["can_measure"] = bool(build.get("cuda_compiled"))
+    line = f"roofline-ext {__version__}; CUDA compiled in: {'yes' if build['can_measure'] else 'no'}"
+    if devs:
+        return build, line
+    if build["can_measure"]:
+        return build, line + " (this build can measure)"
+    return build, line + (", this build can identify GPUs but never measure them (it was built without "
+                          "nvcc; reinstall with nvcc on PATH and ROOFLINE_ENABLE_CUDA=ON)")
+
+
 def run(args) -> int:
+    from ..._version import __version__
+
     avail = availability()
     devs = devices()
-    if not devs:
-        if args.json:
-            print(json.dumps(avail.to_dict()))
-        print(f"roofline-ext: no usable GPU: {avail.message}", file=sys.stderr)
-        return EXIT_NO_GPU
-    from ..._version import __version__
-    from ...device.status import core
-
-    build = core().build_info()
+    build, build_line = _build(devs)
     if args.json:
         out = avail.to_dict()
         out["build"] = build
         out["package_version"] = __version__
         out["devices"] = [d.to_dict() for d in devs]
-        print(json.dumps(out, indent=1))
+        print(json.dumps(out, indent=1, allow_nan=False))
+    else:
+        print(build_line + (f"; {avail.message}" if devs else ""))
+    if not devs:
+        print(f"roofline-ext: error: no usable GPU: {avail.message}", file=sys.stderr)
+        return EXIT_NO_GPU
+    if args.json:
         return 0
-    print(f"roofline-ext {__version__}; CUDA compiled in: {'yes' if build['cuda_compiled'] else 'no'}"
-          f"; {avail.message}")
     for d in devs:
         print(f"\nGPU {d.index if d.index is not None else '-'}: {d.name}")
         for k, v in _lines(d):

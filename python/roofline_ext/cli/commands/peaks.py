@@ -99,11 +99,11 @@ def run(args: argparse.Namespace) -> int:
         sku = lookup(args.name)
         if sku is None:
             raise UserError(f"unknown GPU {args.name!r}; known: {', '.join(known_names())}")
-        print(json.dumps(sku.as_dict(), indent=2) if args.json else _detail(sku, args.name))
+        print(json.dumps(sku.as_dict(), indent=2, allow_nan=False) if args.json else _detail(sku, args.name))
         return 0
     skus = all_skus()
     if args.json:
-        print(json.dumps([sku.as_dict() for sku in skus], indent=2))
+        print(json.dumps([sku.as_dict() for sku in skus], indent=2, allow_nan=False))
     else:
         print(_table(skus))
     return 0
