@@ -33,7 +33,8 @@ def _row(tbps, clock=1980.0, reps=20, cfg=None, skipped=None):
 
 
 def test_result_is_the_best_median_with_its_fraction_of_the_ceiling():
-    rows = [_row(30.0), _row(31.5, cfg=sm._cfg(512, 16, 8)), _row(1.0, skipped="no block fits", cfg=sm._cfg(1024, 16, 16))]
+    rows = [_row(30.0), _row(31.5, cfg=sm._cfg(512, 16, 8)),
+            _row(1.0, skipped="no block fits", cfg=sm._cfg(1024, 16, 16))]
     rows[-1].update(median_ms=0, best_ms=0)
     tel = {"sm_clock_mhz": {"min": 1900.0, "median": 1965.0, "max": 1980.0}}
     r = sm.smem_result(rows, tel)
@@ -162,7 +163,8 @@ def test_every_compiled_configuration_verifies():
         if r["skipped"]:
             assert "shared memory" in r["skipped"]
             continue
-        assert r["verification"]["passed"] and r["verification"]["checked_threads"] == r["grid"] * r["config"]["threads"]
+        assert r["verification"]["passed"]
+        assert r["verification"]["checked_threads"] == r["grid"] * r["config"]["threads"]
         assert r["grid"] == r["sm_count"] * r["blocks_per_sm"]
         assert r["bytes_per_launch"] == r["grid"] * r["smem_bytes_per_block"] * 20
         assert len(r["kernel_clock_mhz"]) == 2

@@ -358,7 +358,7 @@ def l2_working_sets(l2_bytes: int) -> list[int]:
 
 
 def _summarize_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    out = {"config": dict(row["config"])}
+    out: dict[str, Any] = {"config": dict(row["config"])}
     if row.get("skipped"):
         out["skipped"] = row["skipped"]
         return out
@@ -624,7 +624,7 @@ def measure_mix(device: int, buffer_bytes: int, *, ratios: Sequence[tuple[int, i
     cfgs = _settable(configs or DEFAULT_MIX_CONFIGS)
     points: list[MixPoint] = []
     for i, ratio in enumerate(ratios):
-        cands = _mix_candidates(device, tuple(ratio), int(buffer_bytes), known or {}, cfgs, reps, warmup, seed,
+        cands = _mix_candidates(device, (int(ratio[0]), int(ratio[1])), int(buffer_bytes), known or {}, cfgs, reps, warmup, seed,
                                 theoretical_tbps, discard_throttled)
         points.append(mix_point(ratio[0], ratio[1], cands))
         if progress:
