@@ -191,7 +191,8 @@ def _core():
 def test_a_mix_kernel_that_skips_data_fails_verification(ratio):
     core = _core()
     with pytest.raises(core.VerificationError, match="verification failed"):
-        core.bandwidth_mix(0, *ratio, 64 * MiB, reps=2, warmup=1, fault="short")
+        core.bandwidth_mix(0, *ratio, 64 * MiB, reps=2, warmup=1, configs=[bw._cfg(256, 1, 0, "nc_na", "cs")],
+                           fault="short")
 
 
 @pytest.mark.gpu
@@ -237,8 +238,11 @@ def test_mix_envelope_is_bounded_and_agrees_with_torch():
         sys.path.pop(0)
     peers = peers_mod.measure_peers(0, size, reps=15, warmup=3, telemetry=False)
     # Same ratio, an independent implementation: read-only vs sum, write-only vs fill_, 1:1 vs
-    # copy_, 2:1 vs the triad (b + s * c -> a). Ours is at least torch's (within noise) and not
-    # implausibly above it.
-    for label, peer in (("1:0", "torch_sum"), ("0:1", "torch_fill"), ("1:1", "torch_copy"), ("2:1", "torch_triad")):
+    # copy_, 2:1 vs the triad (b + s * c -> a). The endpoints are our tuned read and write kernels
+    # (at least torch's, within noise); between them the mix kernel alone stands here (no copy or
+    # triad pattern was passed in), so it need only agree within a few percent. Never implausibly
+    # above torch either.
+    for label, peer, floor in (("1:0", "torch_sum", 0.97), ("0:1", "torch_fill", 0.97),
+                               ("1:1", "torch_copy", 0.93), ("2:1", "torch_triad", 0.93)):
         ratio = env[label] / peers[peer]["tbps_median"]
-        assert 0.97 <= ratio <= 1.25, f"{label}: ours / {peer} = {ratio:.3f}"
+        assert floor <= ratio <= 1.25, f"{label}: ours / {peer} = {ratio:.3f}"
