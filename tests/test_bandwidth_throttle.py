@@ -62,6 +62,15 @@ def test_a_repetition_far_from_every_sample_is_unplaced_not_clean():
     assert flags == [None] * 5 and th.report(flags, None).placed == 0
 
 
+def test_samples_outside_the_timed_loop_never_count():
+    # The GPU idled (345 MHz) just before the loop; the loop itself (0.50 .. 0.51 s) fell between
+    # two samples: its repetitions are unplaced, not flagged for the idle clock.
+    ss = samples(lambda t: 345.0 if t < 0.5 else 1980.0, duration=1.0, step=0.025)
+    ss = [s for s in ss if not 0.5 <= s["t_s"] <= 0.52]
+    flags, median = th.flag_reps(th.rep_windows([1.0] * 10, end_s=0.51), ss)
+    assert flags == [None] * 10 and median is None
+
+
 def test_low_kernel_clock_flags_its_own_launch():
     windows = th.rep_windows([2.0] * 6, end_s=5.0)
     flags, _ = th.flag_reps(windows, [], kernel_clocks_mhz=[1980, 1975, 1500, 1980, 0.0, 1979])
@@ -77,7 +86,7 @@ def test_discard_keeps_the_unflagged_while_half_remain():
 
 
 def test_assess_row_places_the_core_row_on_the_sampler_timeline():
-    row = {"times_ms": [2.0] * 50, "timed_end_s": 1000.9}  # steady clock; sampler started at 1000.0
+    row = {"times_ms": [2.0] * 50, "timed_end_s": 1000.91}  # steady clock; sampler started at 1000.0
     ss = samples(lambda t: 1300.0 if t > 0.88 else 1980.0)  # the last sample only
     rep, kept = th.assess_row(row, ss, 1000.0, names_of=names_of, discard=True)
     assert rep.flagged > 0 and rep.discarded == rep.flagged and len(kept) == 50 - rep.flagged

@@ -8,7 +8,8 @@ measurements already have:
   (``timed_end_s``); the repetitions ran back to back before it, so each one's window on the
   telemetry sampler's timeline follows from the repetition times;
 - a repetition is *flagged* when the NVML samples in (or, for a repetition shorter than the
-  sampling interval, nearest to) its window carry a slowdown reason (``SLOWDOWN_REASONS`` less the
+  sampling interval, nearest to) its window, within the timed loop's own span (never one taken
+  while the GPU idled between configurations), carry a slowdown reason (``SLOWDOWN_REASONS`` less the
   ones the caller allows, e.g. ``sw_power_cap`` for tensor cores, whose normal state it is), or an SM
   clock below ``LOW_CLOCK_FRACTION`` of the median over the run's timed samples; ``gpu_idle`` and
   the clock *settings* (application clocks, sync boost, display) never flag, since they say where a
@@ -89,7 +90,11 @@ def flag_reps(windows: Sequence[tuple[float, float]], samples: Sequence[Mapping[
               names_of: NamesOf | None = None, allowed: Iterable[str] = (),
               kernel_clocks_mhz: Sequence[float] | None = None) -> tuple[list[list[str] | None], float | None]:
     """Per repetition, the reasons it is flagged for ([] = clean, None = no sample near it), and the
-    run's median SM clock. ``windows`` and the samples' ``t_s`` share one timeline."""
+    run's median SM clock. ``windows`` and the samples' ``t_s`` share one timeline; only samples
+    inside the loop's span (first start to last end) count, so none taken between loops does."""
+    if windows:
+        lo, hi = windows[0][0], windows[-1][1]
+        samples = [s for s in samples if lo <= s.get("t_s", lo - 1.0) <= hi]
     near = [_near(w, samples) for w in windows]
     timed = {id(s): s for group in near for s in group}
     clocks = [s["sm_clock_mhz"] for s in timed.values() if s.get("sm_clock_mhz")]
