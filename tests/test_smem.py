@@ -134,6 +134,18 @@ def test_full_calibration_carries_smem_and_mix_entries_but_no_new_peaks(monkeypa
     assert "smem" not in cal["peaks"]["burst"] and "hbm_mix" not in cal["peaks"]["burst"]
     quick = run.calibrate(0, quick=True, backend=Backend(dict(knobs, calls=[])))
     assert "smem" not in quick["burst"]["entries"]
+    from roofline_ext.peaks import cache as cb
+
+    cb.save(cal)  # strict JSON, validated peaks: the cache takes it
+    assert cb.load(cal["gpu"]["uuid"])["burst"]["entries"]["hbm_mix"]["points"]["1:1"] == 4.312
+    # The new entries neither break the table nor the chart, which read the roofs only.
+    from roofline_ext.report.calibration_table import summary_rows
+
+    assert {r["key"] for r in summary_rows(cal)} >= {"hbm", "l2"}
+    pytest.importorskip("matplotlib")
+    from roofline_ext.report.charts import plot_calibration
+
+    assert plot_calibration(cal, tmp_path / "full.png").stat().st_size > 10_000
 
 
 # --------------------------------------------------------------------------------------------------
