@@ -8,7 +8,10 @@
 //   write  : words are a cheap index function (one multiply-add per word), spot-checked;
 //   copy   : destination words must equal the source hash at the same index, spot-checked;
 //   triad  : a = fma(s, c, b) on float32 values in [-1, 1); the host computes the same correctly
-//            rounded fma (std::fmaf), so the comparison is bit-exact, spot-checked.
+//            rounded fma (std::fmaf), so the comparison is bit-exact, spot-checked;
+//   mix    : R read parts folded into a checksum and W write parts of write's words, both checked.
+// Each pattern is one row of kPatterns (buffers, roles, check, expected words, kernels), so setting a
+// pattern up and verifying it is the same code for every pattern.
 // Destinations are poisoned (all bits set, a NaN as float) before every configuration, so an element
 // the kernel did not write fails its check instead of passing with an earlier configuration's value.
 #include "bandwidth.hpp"
@@ -17,63 +20,31 @@
 #include <climits>
 #include <cstddef>
 #include <cmath>
-#include <cstring>
-#include <random>
+#include <iterator>
+#include <numeric>
 #include <sstream>
 #include <stdexcept>
-#include <system_error>
-#include <thread>
 
 #include "cuda_check.hpp"
 #include "device.hpp"
 #include "errors.hpp"
+#include "host_clock.hpp"
+#include "host_reference.hpp"
 
 namespace roofline {
 namespace {
 
 // ----------------------------------------------------------------------------------------------
-// Data functions shared by host and device.
+// Data: the word functions and host references live in host_reference.hpp, so the host-only test
+// (csrc/tests/host_reference_test.cpp) checks the very code both sides run.
 
-__host__ __device__ __forceinline__ std::uint32_t mix32(std::uint32_t x) {
-  // murmur3's finaliser: a bijection on 32 bits with good avalanche, about 8 integer operations.
-  x ^= x >> 16;
-  x *= 0x85ebca6bu;
-  x ^= x >> 13;
-  x *= 0xc2b2ae35u;
-  x ^= x >> 16;
-  return x;
-}
+using ref::buffer_seed;
+using ref::data_word;
+using ref::kFillMul;
+using ref::kTriadScalar;
+using ref::word_to_float;
 
-// Key of the 2^32-word segment that word i lies in: lets the host hoist it out of its loops.
-__host__ __device__ __forceinline__ std::uint32_t segment_key(std::uint32_t seed, std::uint64_t i) {
-  return mix32(seed + static_cast<std::uint32_t>(i >> 32) * 0x9e3779b9u);
-}
-
-__host__ __device__ __forceinline__ std::uint32_t data_word(std::uint32_t seed, std::uint64_t i) {
-  return mix32(static_cast<std::uint32_t>(i) ^ segment_key(seed, i));
-}
-
-// A float in [-1, 1) from the top 24 bits of the hash. Every step is exact in float32, so host and
-// device produce the same bits.
-__host__ __device__ __forceinline__ float word_to_float(std::uint32_t h) {
-  return static_cast<float>(h >> 8) * (1.0f / 8388608.0f) - 1.0f;
-}
-
-// What the write pattern stores: one multiply per 16-byte vector and an add + xor per word, cheap
-// enough that the store stream, not the arithmetic, limits the kernel; still index-dependent, so a
-// store to the wrong place fails verification.
-constexpr std::uint32_t kFillMul = 0x9e3779b1u;
-__host__ __device__ __forceinline__ std::uint32_t fill_word(std::uint32_t key, std::uint64_t i) {
-  return (static_cast<std::uint32_t>(i) * kFillMul) ^ key;
-}
-
-constexpr float kTriadScalar = 1.5f;
 constexpr std::uint32_t kMaxBulkStages = 8;
-
-// Distinct seeds for the buffers of one measurement.
-std::uint32_t buffer_seed(std::uint32_t seed, int buffer) {
-  return mix32(seed ^ (0x632be5abu * static_cast<std::uint32_t>(buffer + 1)));
-}
 
 // ----------------------------------------------------------------------------------------------
 // Load and store flavours. Inline PTX so the access width and cache operators are exactly what
@@ -264,6 +235,33 @@ __global__ void triad_kernel(const uint4* __restrict__ b, const uint4* __restric
     store16<S>(a + i, triad_vector(load16<L>(b + i), load16<L>(c + i), s));
 }
 
+// R read parts and W write parts per chunk: thread t of a block loads R x U vectors of the source
+// chunk, stores W x U vectors of the destination chunk (write's words), and only then folds what it
+// loaded, so both streams are in flight together. Source and destination are whole numbers of
+// chunks (no tail loop): the host sizes them so (ref::mix_layout).
+template <int R, int W, int U, Ld L, St S>
+__global__ void mix_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, std::uint64_t nchunks,
+                           std::uint32_t key, std::uint32_t* __restrict__ partials) {
+  const std::uint64_t rchunk = static_cast<std::uint64_t>(R * U) * blockDim.x;
+  const std::uint64_t wchunk = static_cast<std::uint64_t>(W * U) * blockDim.x;
+  std::uint32_t acc = 0;
+  for (std::uint64_t c = blockIdx.x; c < nchunks; c += gridDim.x) {
+    const uint4* p = src + c * rchunk + threadIdx.x;
+    const std::uint64_t q = c * wchunk + threadIdx.x;
+    uint4 v[R * U];
+#pragma unroll
+    for (int j = 0; j < R * U; ++j) v[j] = load16<L>(p + j * blockDim.x);
+#pragma unroll
+    for (int j = 0; j < W * U; ++j) {
+      const std::uint64_t i = q + static_cast<std::uint64_t>(j) * blockDim.x;
+      store16<S>(dst + i, fill_vector(i, key));
+    }
+#pragma unroll
+    for (int j = 0; j < R * U; ++j) acc += fold(v[j]);
+  }
+  block_sum_to(acc, partials);
+}
+
 // Fills n words with data_word (as_float = 0) or word_to_float(data_word) bits (as_float = 1).
 __global__ void fill_data_kernel(std::uint32_t* __restrict__ p, std::uint64_t n, std::uint32_t seed,
                                  int as_float) {
@@ -381,15 +379,10 @@ constexpr LoadName kLoadNames[] = {{Ld::Plain, "plain"}, {Ld::Nc, "nc"},    {Ld:
 struct StoreName { St st; const char* name; };
 constexpr StoreName kStoreNames[] = {{St::Plain, "plain"}, {St::Cs, "cs"}};
 
-enum class Pattern { Read, Write, Copy, Triad, L2Read };
-
-Pattern parse_pattern(const std::string& p) {
-  if (p == "read") return Pattern::Read;
-  if (p == "write") return Pattern::Write;
-  if (p == "copy") return Pattern::Copy;
-  if (p == "triad") return Pattern::Triad;
-  throw std::invalid_argument("unknown bandwidth pattern '" + p + "' (read, write, copy, triad)");
-}
+// The mix kernel's unrolls: R x U loads and W x U stores per thread and chunk, so even U = 4 puts
+// up to 20 accesses in flight; more would only cost registers.
+constexpr int kMixUnrolls[] = {1, 2, 4};
+constexpr bool has_mix_unroll(int u) { return contains(kMixUnrolls, u); }
 
 Ld parse_load(const std::string& name) {
   for (const auto& n : kLoadNames)
@@ -411,14 +404,14 @@ St parse_store(const std::string& name) {
 
 // Everything a launch needs; each pattern uses its part.
 struct LaunchArgs {
-  const uint4* src0 = nullptr;  // read / copy source, triad b, l2 working set
+  const uint4* src0 = nullptr;  // read / copy / mix source, triad b, l2 working set
   const uint4* src1 = nullptr;  // triad c
-  uint4* dst = nullptr;         // write / copy / triad destination
+  uint4* dst = nullptr;         // write / copy / triad / mix destination
   std::uint32_t* partials = nullptr;
   std::uint64_t nvec = 0;
   std::uint32_t nchunks = 0;     // l2: chunks in the working set
-  std::uint64_t total_chunks = 0;  // l2: chunks read per launch
-  std::uint32_t key = 0;         // write: fill key
+  std::uint64_t total_chunks = 0;  // l2: chunks read per launch; mix: chunks per launch
+  std::uint32_t key = 0;         // write / mix: fill key
   float s = kTriadScalar;
   std::uint32_t bulk_bytes = 0;  // bulk copy: bytes per transfer
   std::uint32_t stages = 0;      // bulk copy: ring stages
@@ -430,80 +423,129 @@ struct Kernel {
   std::size_t smem = 0;      // dynamic shared memory per block
 };
 
-template <int U, Ld L, St S>
-Kernel kernel_for(Pattern p) {
-  switch (p) {
-    case Pattern::Read:
-      return {reinterpret_cast<const void*>(&read_kernel<U, L>),
-              [](unsigned g, unsigned t, std::size_t, cudaStream_t st, const LaunchArgs& a) {
-                read_kernel<U, L><<<g, t, 0, st>>>(a.src0, a.nvec, a.partials);
-              }};
-    case Pattern::L2Read:
-      if constexpr (has_l2_load(L)) {
-        return {reinterpret_cast<const void*>(&l2_read_kernel<U, L>),
-                [](unsigned g, unsigned t, std::size_t, cudaStream_t st, const LaunchArgs& a) {
-                  l2_read_kernel<U, L><<<g, t, 0, st>>>(a.src0, a.nchunks, a.total_chunks, a.partials);
-                }};
-      }
-      break;
-    case Pattern::Write:
-      return {reinterpret_cast<const void*>(&write_kernel<U, S>),
-              [](unsigned g, unsigned t, std::size_t, cudaStream_t st, const LaunchArgs& a) {
-                write_kernel<U, S><<<g, t, 0, st>>>(a.dst, a.nvec, a.key);
-              }};
-    case Pattern::Copy:
-      if constexpr (has_stream_load(L)) {
-        return {reinterpret_cast<const void*>(&copy_kernel<U, L, S>),
-                [](unsigned g, unsigned t, std::size_t, cudaStream_t st, const LaunchArgs& a) {
-                  copy_kernel<U, L, S><<<g, t, 0, st>>>(a.src0, a.dst, a.nvec);
-                }};
-      }
-      break;
-    case Pattern::Triad:
-      if constexpr (has_stream_load(L)) {
-        return {reinterpret_cast<const void*>(&triad_kernel<U, L, S>),
-                [](unsigned g, unsigned t, std::size_t, cudaStream_t st, const LaunchArgs& a) {
-                  triad_kernel<U, L, S><<<g, t, 0, st>>>(a.src0, a.src1, a.dst, a.nvec, a.s);
-                }};
-      }
-      break;
+// ----------------------------------------------------------------------------------------------
+// Kernel families: one struct per kernel template, saying which unrolls and flavours it is compiled
+// for and how to launch one instantiation. pick_kernel<Family> turns a configuration's run-time
+// (unroll, load, store) into that instantiation: one dispatch for every family. A family that
+// never loads (stores) is instantiated with the first load (store) flavour only, so the build
+// carries no duplicate kernels.
+
+struct ReadFamily {
+  static constexpr bool kLoads = true, kStores = false;
+  static constexpr bool unroll_ok(int u) { return has_unroll(u); }
+  static constexpr bool load_ok(Ld l) { return has_load(l); }
+  template <int U, Ld L, St>
+  static Kernel get() {
+    return {reinterpret_cast<const void*>(&read_kernel<U, L>),
+            [](unsigned g, unsigned t, std::size_t, cudaStream_t st, const LaunchArgs& a) {
+              read_kernel<U, L><<<g, t, 0, st>>>(a.src0, a.nvec, a.partials);
+            }};
   }
-  throw std::invalid_argument("this load flavour is not compiled into this build for this pattern");
+};
+
+struct L2ReadFamily {
+  static constexpr bool kLoads = true, kStores = false;
+  static constexpr bool unroll_ok(int u) { return has_unroll(u); }
+  static constexpr bool load_ok(Ld l) { return has_l2_load(l); }
+  template <int U, Ld L, St>
+  static Kernel get() {
+    return {reinterpret_cast<const void*>(&l2_read_kernel<U, L>),
+            [](unsigned g, unsigned t, std::size_t, cudaStream_t st, const LaunchArgs& a) {
+              l2_read_kernel<U, L><<<g, t, 0, st>>>(a.src0, a.nchunks, a.total_chunks, a.partials);
+            }};
+  }
+};
+
+struct WriteFamily {
+  static constexpr bool kLoads = false, kStores = true;
+  static constexpr bool unroll_ok(int u) { return has_unroll(u); }
+  template <int U, Ld, St S>
+  static Kernel get() {
+    return {reinterpret_cast<const void*>(&write_kernel<U, S>),
+            [](unsigned g, unsigned t, std::size_t, cudaStream_t st, const LaunchArgs& a) {
+              write_kernel<U, S><<<g, t, 0, st>>>(a.dst, a.nvec, a.key);
+            }};
+  }
+};
+
+struct CopyFamily {
+  static constexpr bool kLoads = true, kStores = true;
+  static constexpr bool unroll_ok(int u) { return has_unroll(u); }
+  static constexpr bool load_ok(Ld l) { return has_stream_load(l); }
+  template <int U, Ld L, St S>
+  static Kernel get() {
+    return {reinterpret_cast<const void*>(&copy_kernel<U, L, S>),
+            [](unsigned g, unsigned t, std::size_t, cudaStream_t st, const LaunchArgs& a) {
+              copy_kernel<U, L, S><<<g, t, 0, st>>>(a.src0, a.dst, a.nvec);
+            }};
+  }
+};
+
+struct TriadFamily {
+  static constexpr bool kLoads = true, kStores = true;
+  static constexpr bool unroll_ok(int u) { return has_unroll(u); }
+  static constexpr bool load_ok(Ld l) { return has_stream_load(l); }
+  template <int U, Ld L, St S>
+  static Kernel get() {
+    return {reinterpret_cast<const void*>(&triad_kernel<U, L, S>),
+            [](unsigned g, unsigned t, std::size_t, cudaStream_t st, const LaunchArgs& a) {
+              triad_kernel<U, L, S><<<g, t, 0, st>>>(a.src0, a.src1, a.dst, a.nvec, a.s);
+            }};
+  }
+};
+
+template <int R, int W>
+struct MixFamily {
+  static constexpr bool kLoads = true, kStores = true;
+  static constexpr bool unroll_ok(int u) { return has_mix_unroll(u); }
+  static constexpr bool load_ok(Ld l) { return has_stream_load(l); }
+  template <int U, Ld L, St S>
+  static Kernel get() {
+    return {reinterpret_cast<const void*>(&mix_kernel<R, W, U, L, S>),
+            [](unsigned g, unsigned t, std::size_t, cudaStream_t st, const LaunchArgs& a) {
+              mix_kernel<R, W, U, L, S><<<g, t, 0, st>>>(a.src0, a.dst, a.total_chunks, a.key, a.partials);
+            }};
+  }
+};
+
+template <typename F, int U, Ld L>
+Kernel pick_store(St s) {
+  if constexpr (!F::kStores) {
+    return F::template get<U, L, kStores[0]>();
+  } else {
+    switch (s) {
+      case St::Plain: if constexpr (has_store(St::Plain)) return F::template get<U, L, St::Plain>(); break;
+      case St::Cs: if constexpr (has_store(St::Cs)) return F::template get<U, L, St::Cs>(); break;
+    }
+    throw std::invalid_argument("store flavour not compiled into this build");
+  }
 }
 
-// Patterns that never store instantiate with the first store flavour only, and write with the
-// first load flavour only, so the build carries no duplicate kernels.
-template <int U, Ld L>
-Kernel pick_store(Pattern p, St s) {
-  if (p == Pattern::Read || p == Pattern::L2Read) return kernel_for<U, L, kStores[0]>(p);
-  switch (s) {
-    case St::Plain: if constexpr (has_store(St::Plain)) return kernel_for<U, L, St::Plain>(p); break;
-    case St::Cs: if constexpr (has_store(St::Cs)) return kernel_for<U, L, St::Cs>(p); break;
+template <typename F, int U>
+Kernel pick_load(Ld l, St s) {
+  if constexpr (!F::kLoads) {
+    return pick_store<F, U, kLoads[0]>(s);
+  } else {
+    switch (l) {
+      case Ld::Plain: if constexpr (has_load(Ld::Plain) && F::load_ok(Ld::Plain)) return pick_store<F, U, Ld::Plain>(s); break;
+      case Ld::Nc: if constexpr (has_load(Ld::Nc) && F::load_ok(Ld::Nc)) return pick_store<F, U, Ld::Nc>(s); break;
+      case Ld::NcNa: if constexpr (has_load(Ld::NcNa) && F::load_ok(Ld::NcNa)) return pick_store<F, U, Ld::NcNa>(s); break;
+      case Ld::NcNaPf: if constexpr (has_load(Ld::NcNaPf) && F::load_ok(Ld::NcNaPf)) return pick_store<F, U, Ld::NcNaPf>(s); break;
+      case Ld::Cs: if constexpr (has_load(Ld::Cs) && F::load_ok(Ld::Cs)) return pick_store<F, U, Ld::Cs>(s); break;
+      case Ld::Cg: if constexpr (has_load(Ld::Cg) && F::load_ok(Ld::Cg)) return pick_store<F, U, Ld::Cg>(s); break;
+    }
+    throw std::invalid_argument("this load flavour is not compiled into this build for this pattern");
   }
-  throw std::invalid_argument("store flavour not compiled into this build");
 }
 
-template <int U>
-Kernel pick_load(Pattern p, Ld l, St s) {
-  if (p == Pattern::Write) return pick_store<U, kLoads[0]>(p, s);
-  switch (l) {
-    case Ld::Plain: if constexpr (has_load(Ld::Plain)) return pick_store<U, Ld::Plain>(p, s); break;
-    case Ld::Nc: if constexpr (has_load(Ld::Nc)) return pick_store<U, Ld::Nc>(p, s); break;
-    case Ld::NcNa: if constexpr (has_load(Ld::NcNa)) return pick_store<U, Ld::NcNa>(p, s); break;
-    case Ld::NcNaPf: if constexpr (has_load(Ld::NcNaPf)) return pick_store<U, Ld::NcNaPf>(p, s); break;
-    case Ld::Cs: if constexpr (has_load(Ld::Cs)) return pick_store<U, Ld::Cs>(p, s); break;
-    case Ld::Cg: if constexpr (has_load(Ld::Cg)) return pick_store<U, Ld::Cg>(p, s); break;
-  }
-  throw std::invalid_argument("load flavour not compiled into this build");
-}
-
-Kernel pick_kernel(Pattern p, int unroll, Ld l, St s) {
+template <typename F>
+Kernel pick_kernel(int unroll, Ld l, St s) {
   switch (unroll) {
-    case 1: if constexpr (has_unroll(1)) return pick_load<1>(p, l, s); break;
-    case 2: if constexpr (has_unroll(2)) return pick_load<2>(p, l, s); break;
-    case 4: if constexpr (has_unroll(4)) return pick_load<4>(p, l, s); break;
-    case 8: if constexpr (has_unroll(8)) return pick_load<8>(p, l, s); break;
-    case 16: if constexpr (has_unroll(16)) return pick_load<16>(p, l, s); break;
+    case 1: if constexpr (F::unroll_ok(1)) return pick_load<F, 1>(l, s); break;
+    case 2: if constexpr (F::unroll_ok(2)) return pick_load<F, 2>(l, s); break;
+    case 4: if constexpr (F::unroll_ok(4)) return pick_load<F, 4>(l, s); break;
+    case 8: if constexpr (F::unroll_ok(8)) return pick_load<F, 8>(l, s); break;
+    case 16: if constexpr (F::unroll_ok(16)) return pick_load<F, 16>(l, s); break;
     default: break;
   }
   throw std::invalid_argument("unroll " + std::to_string(unroll) + " is not compiled into this build");
@@ -532,46 +574,119 @@ Kernel driver_memcpy() { return {nullptr, &launch_memcpy}; }
 bool is_memcpy(const BwConfig& c) { return c.load == "memcpy"; }
 
 // ----------------------------------------------------------------------------------------------
+// The pattern table. A row says what a pattern is: which buffers it fills and reads, whether it
+// writes one, how its output is checked and against which words, and which kernels run it. Setting
+// a pattern up, validating its configurations and verifying it read the row, never the pattern.
+
+enum class Pattern { Read, Write, Copy, Triad, Mix, L2Read };
+
+// How a pattern's output is checked (a bit set: the mix does both).
+constexpr unsigned kChecksum = 1;   // the kernel folded every word it read; the host's sum must match
+constexpr unsigned kSpotCheck = 2;  // regions of the destination must hold the expected words
+
+// Seeds of one measurement's buffers and the key of its stores: what expected words come from.
+struct Seeds {
+  std::uint32_t run = 0;          // the measurement's seed (picks the spot-check regions)
+  std::uint32_t src[2] = {0, 0};  // per source buffer
+  std::uint32_t fill_key = 0;     // write / mix stores
+};
+
+Seeds seeds_of(std::uint32_t seed) {
+  Seeds s;
+  s.run = seed;
+  s.src[0] = buffer_seed(seed, 0);
+  s.src[1] = buffer_seed(seed, 1);
+  s.fill_key = buffer_seed(seed, 7);
+  return s;
+}
+
+std::uint32_t expect_fill(const Seeds& s, std::uint64_t i) { return ref::fill_word(s.fill_key, i); }
+std::uint32_t expect_copy(const Seeds& s, std::uint64_t i) { return data_word(s.src[0], i); }
+std::uint32_t expect_triad(const Seeds& s, std::uint64_t i) { return ref::triad_word(s.src[0], s.src[1], i); }
+
+struct PatternSpec {
+  Pattern id;
+  const char* name;
+  int sources;          // buffers 0 .. sources-1 are filled with seeded data and read once
+  bool float_sources;   // they hold word_to_float bits (triad's operands)
+  bool writes;          // buffer `sources` is the destination, written once
+  bool copy_engines;    // "bulk" (cp.async.bulk) and "memcpy" may stand in for the kernel
+  unsigned check;       // kChecksum | kSpotCheck
+  std::uint32_t (*expected)(const Seeds&, std::uint64_t);  // spot check: destination word i
+  Kernel (*kernel)(int unroll, Ld, St);                    // nullptr: chosen per mix ratio
+  bool (*unroll_ok)(int);
+  bool (*load_ok)(Ld);  // nullptr: the pattern loads nothing and ignores the load flavour
+  const char* load_rule;  // why a load flavour the row refuses is refused
+};
+
+const PatternSpec kPatterns[] = {
+    {Pattern::Read, "read", 1, false, false, false, kChecksum, nullptr, &pick_kernel<ReadFamily>,
+     &ReadFamily::unroll_ok, &ReadFamily::load_ok, "is not compiled into this build"},
+    {Pattern::Write, "write", 0, false, true, false, kSpotCheck, &expect_fill, &pick_kernel<WriteFamily>,
+     &WriteFamily::unroll_ok, nullptr, ""},
+    {Pattern::Copy, "copy", 1, false, true, true, kSpotCheck, &expect_copy, &pick_kernel<CopyFamily>,
+     &CopyFamily::unroll_ok, &CopyFamily::load_ok, "is not compiled for copy/triad in this build"},
+    {Pattern::Triad, "triad", 2, true, true, false, kSpotCheck, &expect_triad, &pick_kernel<TriadFamily>,
+     &TriadFamily::unroll_ok, &TriadFamily::load_ok, "is not compiled for copy/triad in this build"},
+    {Pattern::Mix, "mix", 1, false, true, false, kChecksum | kSpotCheck, &expect_fill, nullptr,
+     &MixFamily<1, 1>::unroll_ok, &MixFamily<1, 1>::load_ok, "is not compiled for the mix kernel in this build"},
+    {Pattern::L2Read, "l2_read", 1, false, false, false, kChecksum, nullptr, &pick_kernel<L2ReadFamily>,
+     &L2ReadFamily::unroll_ok, &L2ReadFamily::load_ok,
+     "cannot be used: the L2 sweep needs a load that skips L1 (cg, nc_na)"},
+};
+
+const PatternSpec& spec_of(Pattern p) {
+  for (const auto& s : kPatterns)
+    if (s.id == p) return s;
+  throw std::logic_error("pattern missing from kPatterns");
+}
+
+// The streaming patterns a caller may name (mix and l2_read have functions of their own).
+constexpr Pattern kStreaming[] = {Pattern::Read, Pattern::Write, Pattern::Copy, Pattern::Triad};
+
+const PatternSpec& parse_pattern(const std::string& name) {
+  for (Pattern p : kStreaming)
+    if (name == spec_of(p).name) return spec_of(p);
+  throw std::invalid_argument("unknown bandwidth pattern '" + name + "' (read, write, copy, triad)");
+}
+
+int buffers_of(const PatternSpec& p) { return p.sources + (p.writes ? 1 : 0); }
+
+// The mix ratios compiled in: read-only and write-only are the read and write patterns.
+struct MixRatio {
+  int read_parts, write_parts;
+  Kernel (*kernel)(int unroll, Ld, St);
+};
+const MixRatio kMixRatios[] = {{4, 1, &pick_kernel<MixFamily<4, 1>>},
+                               {2, 1, &pick_kernel<MixFamily<2, 1>>},
+                               {1, 1, &pick_kernel<MixFamily<1, 1>>},
+                               {1, 2, &pick_kernel<MixFamily<1, 2>>}};
+
+const MixRatio& mix_ratio(int r, int w) {
+  for (const auto& m : kMixRatios)
+    if (m.read_parts == r && m.write_parts == w) return m;
+  std::ostringstream s;
+  s << "read:write mix " << r << ":" << w << " is not compiled into this build (";
+  for (const auto& m : kMixRatios) s << m.read_parts << ":" << m.write_parts << (&m == std::end(kMixRatios) - 1 ? "" : ", ");
+  s << "; read-only and write-only are the read and write patterns)";
+  throw std::invalid_argument(s.str());
+}
+
+// ----------------------------------------------------------------------------------------------
 // Host side.
 
-// Sum mod 2^32 of data_word(seed, i) for i in [lo, hi): what the read kernel must produce.
-std::uint32_t host_sum_range(std::uint32_t seed, std::uint64_t lo, std::uint64_t hi) {
-  std::uint32_t s = 0;
-  while (lo < hi) {
-    const std::uint64_t seg_end = std::min(hi, ((lo >> 32) + 1) << 32);
-    const std::uint32_t key = segment_key(seed, lo);
-    const std::uint32_t base = static_cast<std::uint32_t>(lo);
-    const std::uint64_t count = seg_end - lo;
-    for (std::uint64_t t = 0; t < count; ++t) s += mix32((base + static_cast<std::uint32_t>(t)) ^ key);
-    lo = seg_end;
-  }
-  return s;
+void validate_copy_engine(const BwConfig& c, const PatternSpec& p) {
+  if (!p.copy_engines)
+    throw std::invalid_argument("load '" + c.load + "' exists for the copy pattern only");
+  if (is_memcpy(c)) return;
+  if (c.threads != 32) throw std::invalid_argument("load 'bulk' is driven by one warp: threads must be 32");
+  if (c.unroll < 1 || c.unroll > static_cast<int>(kMaxBulkStages))
+    throw std::invalid_argument("load 'bulk': unroll is the number of stages, 1 to " + std::to_string(kMaxBulkStages));
+  if (c.bulk_bytes < 16 || c.bulk_bytes % 16 || c.bulk_bytes > (1 << 20))
+    throw std::invalid_argument("load 'bulk': bulk_bytes must be a multiple of 16 up to 1 MiB");
 }
 
-// The same over [0, n) on all host cores: a 4 GiB buffer is 2^30 words, about a second on one core.
-std::uint32_t host_checksum(std::uint32_t seed, std::uint64_t n) {
-  unsigned nt = std::thread::hardware_concurrency();
-  nt = std::max(1u, std::min(nt, 32u));
-  if (n < (1ull << 22)) nt = 1;
-  std::vector<std::uint32_t> part(nt, 0);
-  std::vector<std::thread> threads;
-  unsigned started = 0;
-  try {
-    for (unsigned t = 1; t < nt; ++t) {
-      threads.emplace_back([&part, seed, n, nt, t] { part[t] = host_sum_range(seed, n * t / nt, n * (t + 1) / nt); });
-      started = t;
-    }
-  } catch (const std::system_error&) {
-    // No more threads to be had: the calling thread does the ranges that did not start.
-  }
-  std::uint32_t s = host_sum_range(seed, 0, n / nt);
-  for (unsigned t = started + 1; t < nt; ++t) s += host_sum_range(seed, n * t / nt, n * (t + 1) / nt);
-  for (auto& th : threads) th.join();
-  for (unsigned t = 1; t <= started; ++t) s += part[t];
-  return s;
-}
-
-void validate_common(int reps, int warmup, const std::vector<BwConfig>& configs, Pattern pattern) {
+void validate_common(int reps, int warmup, const std::vector<BwConfig>& configs, const PatternSpec& p) {
   if (reps < 1) throw std::invalid_argument("reps must be at least 1");
   if (warmup < 0) throw std::invalid_argument("warmup must not be negative");
   if (configs.empty()) throw std::invalid_argument("no configurations given");
@@ -579,39 +694,28 @@ void validate_common(int reps, int warmup, const std::vector<BwConfig>& configs,
     if (c.threads < 32 || c.threads > 1024 || c.threads % 32)
       throw std::invalid_argument("threads must be a multiple of 32 in [32, 1024], got " + std::to_string(c.threads));
     if (c.blocks_per_sm < 0) throw std::invalid_argument("blocks_per_sm must not be negative");
-    if (is_memcpy(c)) {
-      if (pattern != Pattern::Copy) throw std::invalid_argument("load 'memcpy' exists for the copy pattern only");
+    if (is_memcpy(c) || is_bulk(c)) {
+      validate_copy_engine(c, p);
       continue;
     }
-    if (is_bulk(c)) {
-      if (pattern != Pattern::Copy) throw std::invalid_argument("load 'bulk' (copy engine) exists for the copy pattern only");
-      if (c.threads != 32) throw std::invalid_argument("load 'bulk' is driven by one warp: threads must be 32");
-      if (c.unroll < 1 || c.unroll > static_cast<int>(kMaxBulkStages))
-        throw std::invalid_argument("load 'bulk': unroll is the number of stages, 1 to " + std::to_string(kMaxBulkStages));
-      if (c.bulk_bytes < 16 || c.bulk_bytes % 16 || c.bulk_bytes > (1 << 20))
-        throw std::invalid_argument("load 'bulk': bulk_bytes must be a multiple of 16 up to 1 MiB");
-      continue;
-    }
-    if (!has_unroll(c.unroll))
-      throw std::invalid_argument("unroll " + std::to_string(c.unroll) + " is not compiled into this build");
+    if (!p.unroll_ok(c.unroll))
+      throw std::invalid_argument(std::string(p.name) + ": unroll " + std::to_string(c.unroll) +
+                                  " is not compiled into this build");
     parse_store(c.store);
-    if (pattern == Pattern::Write) continue;  // writes load nothing: the load flavour is ignored
-    const Ld l = parse_load(c.load);
-    if ((pattern == Pattern::Copy || pattern == Pattern::Triad) && !has_stream_load(l))
-      throw std::invalid_argument("load flavour '" + c.load + "' is not compiled for copy/triad in this build");
-    if (pattern == Pattern::L2Read && !has_l2_load(l))
-      throw std::invalid_argument("the L2 sweep needs a load that skips L1 (cg, nc_na), got '" + c.load + "'");
+    if (!p.load_ok) continue;  // the pattern loads nothing: the load flavour is ignored
+    if (!p.load_ok(parse_load(c.load)))
+      throw std::invalid_argument(std::string(p.name) + ": load flavour '" + c.load + "' " + p.load_rule);
   }
 }
 
-Kernel select_kernel(Pattern p, const BwConfig& c) {
+Kernel select_kernel(const PatternSpec& p, const BwConfig& c) {
   if (is_memcpy(c)) return driver_memcpy();
   if (is_bulk(c)) {
     Kernel k = bulk_copy();
     k.smem = static_cast<std::size_t>(c.unroll) * c.bulk_bytes;
     return k;
   }
-  return pick_kernel(p, c.unroll, parse_load(c.load), parse_store(c.store));
+  return p.kernel(c.unroll, parse_load(c.load), parse_store(c.store));
 }
 
 // Units of work the one-shot grid hands one block each.
@@ -695,36 +799,23 @@ void poison(void* p, std::size_t bytes, cudaStream_t s) {
   CUDA_CHECK(cudaMemsetAsync(p, 0xff, bytes, s));
 }
 
-// Copies regions of the destination back and compares every word in them with `expected(i)`:
-// the first and last region (boundaries, the tail loop) and `regions` seeded-random ones.
+// Copies the spot-check regions of the destination back and compares every word in them with
+// `expected(i)`; returns the words compared.
 template <typename Expected>
 std::size_t spot_check(const std::uint32_t* dev, std::uint64_t nwords, std::uint32_t seed,
                        const char* pattern, Expected&& expected) {
-  constexpr std::uint64_t kRegionWords = 16384;  // 64 KiB
-  constexpr int kRandomRegions = 30;
-  std::vector<std::uint64_t> starts;
-  const std::uint64_t len = std::min(kRegionWords, nwords);
-  starts.push_back(0);
-  starts.push_back(nwords - len);
-  std::mt19937_64 rng(0x5eed0000ull ^ seed);
-  for (int r = 0; r < kRandomRegions && nwords > len; ++r) starts.push_back(rng() % (nwords - len + 1));
+  const ref::SpotRegions regions = ref::spot_regions(nwords, seed);
+  const std::uint64_t len = regions.len;
   std::vector<std::uint32_t> host(len);
   std::size_t checked = 0;
-  for (std::uint64_t start : starts) {
+  for (std::uint64_t start : regions.starts) {
     CUDA_CHECK(cudaMemcpy(host.data(), dev + start, len * sizeof(std::uint32_t), cudaMemcpyDeviceToHost));
-    std::size_t bad = 0;
-    std::uint64_t first_bad = 0;
-    for (std::uint64_t k = 0; k < len; ++k) {
-      if (host[k] != expected(start + k)) {
-        if (!bad) first_bad = start + k;
-        ++bad;
-      }
-    }
-    ROOFLINE_VERIFY(bad == 0, pattern << ": " << bad << " of " << len << " words from word " << start
-                                      << " differ from the host's values; first at word " << first_bad
-                                      << ": expected 0x" << std::hex << expected(first_bad) << ", got 0x"
-                                      << host[first_bad - start] << std::dec
-                                      << " (0xffffffff = never written)");
+    const ref::Mismatches bad = ref::compare_words(host.data(), start, len, expected);
+    ROOFLINE_VERIFY(bad.count == 0, pattern << ": " << bad.count << " of " << len << " words from word " << start
+                                            << " differ from the host's values; first at word " << bad.first
+                                            << ": expected 0x" << std::hex << expected(bad.first) << ", got 0x"
+                                            << host[bad.first - start] << std::dec
+                                            << " (0xffffffff = never written)");
     checked += len;
   }
   return checked;
@@ -742,6 +833,76 @@ std::uint64_t apply_fault(std::uint64_t nvec, BwFault fault) {
   return fault == BwFault::Short ? nvec - nvec / 16 : nvec;
 }
 
+// What verifying one configuration needs besides the pattern's row.
+struct CheckInputs {
+  const std::uint32_t* partials = nullptr;  // checksum: the per-block sums the kernel wrote
+  unsigned blocks = 0;
+  std::uint64_t read_words = 0;             // checksum: words the kernel should have folded
+  std::uint32_t expected_sum = 0;           // checksum: the host's sum of them (mod 2^32)
+  const std::uint32_t* dst = nullptr;       // spot check: the destination
+  std::uint64_t dst_words = 0;
+  Seeds seeds;
+};
+
+// Checks the output the timed launches left, as the pattern's row says; raises VerificationError.
+void verify(const PatternSpec& p, const CheckInputs& in, BwVerification& v) {
+  if (p.check & kChecksum) {
+    v.method = "checksum";
+    v.checked_words = in.read_words;
+    v.expected = in.expected_sum;
+    v.observed = device_checksum(in.partials, in.blocks);
+    ROOFLINE_VERIFY(v.observed == v.expected, p.name << ": kernel checksum 0x" << std::hex << v.observed
+                                                     << " != host checksum 0x" << v.expected << std::dec
+                                                     << " over " << in.read_words << " words");
+  }
+  if (p.check & kSpotCheck) {
+    v.checked_words += spot_check(in.dst, in.dst_words, in.seeds.run, p.name,
+                                  [&](std::uint64_t i) { return p.expected(in.seeds, i); });
+    v.method = v.method.empty() ? "spot-check" : v.method + "+spot-check";
+  }
+}
+
+// The fields every result of one configuration shares.
+BwResult result_shell(const PatternSpec& p, const BwConfig& c, const Grid& g, int sms, int warmup,
+                      std::uint32_t seed) {
+  BwResult r;
+  r.pattern = p.name;
+  r.config = c;
+  r.grid = static_cast<int>(g.blocks);
+  r.occupancy_blocks_per_sm = g.occupancy;
+  r.sm_count = sms;
+  r.warmup = warmup;
+  r.seed = seed;
+  r.skipped = g.skipped;
+  return r;
+}
+
+// Poisons the outputs, times the configuration, stamps the end of the timed loop and verifies.
+void time_and_verify(const PatternSpec& p, const Kernel& k, const Grid& g, const BwConfig& c,
+                     const LaunchArgs& args, std::size_t dst_bytes, std::size_t partial_bytes, int warmup,
+                     int reps, cudaStream_t stream, CheckInputs in, BwResult& r) {
+  if (args.dst && dst_bytes) poison(args.dst, dst_bytes, stream);
+  if (args.partials && partial_bytes) poison(args.partials, partial_bytes, stream);
+  r.timing = time_launches(stream, warmup, reps, [&](cudaStream_t s) {
+    k.launch(g.blocks, static_cast<unsigned>(c.threads), k.smem, s, args);
+    CUDA_CHECK_LAUNCH();
+  });
+  r.timed_end_s = steady_clock_s();
+  in.blocks = g.blocks;
+  verify(p, in, r.verification);
+}
+
+// The largest grid any configuration can use: it sizes the per-block partial sums.
+template <typename OneShot>
+std::uint64_t max_grid(const std::vector<BwConfig>& configs, int sms, OneShot&& one_shot) {
+  std::uint64_t blocks = 1;
+  for (const auto& c : configs) {
+    const std::uint64_t persistent = static_cast<std::uint64_t>(sms) * c.blocks_per_sm;
+    blocks = std::max(blocks, c.blocks_per_sm > 0 ? persistent : one_shot(c));
+  }
+  return std::min<std::uint64_t>(blocks, INT_MAX);
+}
+
 }  // namespace
 
 BwFault parse_bw_fault(const std::string& name) {
@@ -753,139 +914,136 @@ BwFault parse_bw_fault(const std::string& name) {
 std::vector<BwResult> run_bandwidth(int device, const std::string& pattern_name, std::size_t buffer_bytes,
                                     int reps, int warmup, const std::vector<BwConfig>& configs,
                                     std::uint32_t seed, BwFault fault) {
-  const Pattern pattern = parse_pattern(pattern_name);
-  validate_common(reps, warmup, configs, pattern);
+  const PatternSpec& p = parse_pattern(pattern_name);
+  validate_common(reps, warmup, configs, p);
   if (buffer_bytes < 16 || buffer_bytes % 16)
     throw std::invalid_argument("buffer_bytes must be a positive multiple of 16, got " + std::to_string(buffer_bytes));
 
   DeviceScope scope(device);
   const int sms = sm_count_of(device);
   const std::uint64_t nvec = buffer_bytes / 16, nwords = buffer_bytes / 4;
-  const int nbuf = pattern == Pattern::Read || pattern == Pattern::Write ? 1 : pattern == Pattern::Copy ? 2 : 3;
+  const int nbuf = buffers_of(p);
   const std::size_t traffic = buffer_bytes * static_cast<std::size_t>(nbuf);  // each buffer once
-
-  // The largest grid any configuration can use decides the partial-sum buffer.
-  std::uint64_t max_blocks = 1;
-  for (const auto& c : configs) {
-    const std::uint64_t one_shot = chunks_of(c, nvec);
-    const std::uint64_t persistent = static_cast<std::uint64_t>(sms) * c.blocks_per_sm;
-    max_blocks = std::max({max_blocks, c.blocks_per_sm > 0 ? persistent : one_shot});
-  }
-  max_blocks = std::min<std::uint64_t>(max_blocks, INT_MAX);
-  const std::size_t partial_bytes = pattern == Pattern::Read ? max_blocks * sizeof(std::uint32_t) : 0;
+  const std::uint64_t max_blocks = max_grid(configs, sms, [&](const BwConfig& c) { return chunks_of(c, nvec); });
+  const std::size_t partial_bytes = (p.check & kChecksum) ? max_blocks * sizeof(std::uint32_t) : 0;
   check_free_memory(device, traffic + partial_bytes + (64u << 20));  // + room for the context's own use
 
   Stream stream;
-  DeviceBuffer buf0(buffer_bytes);
-  DeviceBuffer buf1(nbuf >= 2 ? buffer_bytes : 0);
-  DeviceBuffer buf2(nbuf >= 3 ? buffer_bytes : 0);
+  std::vector<DeviceBuffer> bufs;
+  for (int b = 0; b < nbuf; ++b) bufs.emplace_back(buffer_bytes);
   DeviceBuffer partials(partial_bytes);
 
-  // Roles: read: buf0 = source. write: buf0 = destination. copy: buf0 -> buf1. triad: buf0 = b,
-  // buf1 = c, buf2 = a.
-  const std::uint32_t seed0 = buffer_seed(seed, 0), seed1 = buffer_seed(seed, 1);
-  const std::uint32_t fill_key = buffer_seed(seed, 7);
+  // Roles, from the row: sources first (read: the source; copy: the source; triad: b, c), then the
+  // destination (write: buf0; copy: buf1; triad: a = buf2).
+  const Seeds seeds = seeds_of(seed);
   LaunchArgs args;
-  std::uint32_t* dst_words = nullptr;
-  switch (pattern) {
-    case Pattern::Read:
-      fill_data(buf0.get<std::uint32_t>(), nwords, seed0, false, sms, stream.get());
-      args.src0 = buf0.get<uint4>();
-      args.partials = partials.get<std::uint32_t>();
-      break;
-    case Pattern::Write:
-      args.dst = buf0.get<uint4>();
-      args.key = fill_key;
-      dst_words = buf0.get<std::uint32_t>();
-      break;
-    case Pattern::Copy:
-      fill_data(buf0.get<std::uint32_t>(), nwords, seed0, false, sms, stream.get());
-      args.src0 = buf0.get<uint4>();
-      args.dst = buf1.get<uint4>();
-      dst_words = buf1.get<std::uint32_t>();
-      break;
-    case Pattern::Triad:
-      fill_data(buf0.get<std::uint32_t>(), nwords, seed0, true, sms, stream.get());
-      fill_data(buf1.get<std::uint32_t>(), nwords, seed1, true, sms, stream.get());
-      args.src0 = buf0.get<uint4>();
-      args.src1 = buf1.get<uint4>();
-      args.dst = buf2.get<uint4>();
-      dst_words = buf2.get<std::uint32_t>();
-      break;
-    case Pattern::L2Read:
-      break;
-  }
+  for (int b = 0; b < p.sources; ++b) fill_data(bufs[b].get<std::uint32_t>(), nwords, seeds.src[b], p.float_sources, sms, stream.get());
+  args.src0 = p.sources >= 1 ? bufs[0].get<uint4>() : nullptr;
+  args.src1 = p.sources >= 2 ? bufs[1].get<uint4>() : nullptr;
+  args.dst = p.writes ? bufs[p.sources].get<uint4>() : nullptr;
+  args.partials = partials.get<std::uint32_t>();
+  args.key = seeds.fill_key;
   args.nvec = apply_fault(nvec, fault);
   stream.synchronize();
 
-  // The host's checksum takes a moment: only the read pattern needs it, and only once.
-  const std::uint32_t expected_sum = pattern == Pattern::Read ? host_checksum(seed0, nwords) : 0;
+  CheckInputs in;
+  in.partials = args.partials;
+  in.read_words = nwords;
+  // The host's checksum takes a moment: only checksummed patterns need it, and only once.
+  in.expected_sum = (p.check & kChecksum) ? ref::checksum(seeds.src[0], nwords) : 0;
+  in.dst = reinterpret_cast<const std::uint32_t*>(args.dst);
+  in.dst_words = nwords;
+  in.seeds = seeds;
 
   std::vector<BwResult> results;
   for (const auto& c : configs) {
-    const Kernel k = select_kernel(pattern, c);
+    const Kernel k = select_kernel(p, c);
     const Grid g = grid_for(device, k, c, sms, chunks_of(c, nvec));
     args.bulk_bytes = static_cast<std::uint32_t>(c.bulk_bytes);
     args.stages = static_cast<std::uint32_t>(c.unroll);
-
-    BwResult r;
-    r.pattern = pattern_name;
+    BwResult r = result_shell(p, c, g, sms, warmup, seed);
     r.buffer_bytes = buffer_bytes;
     r.buffers = nbuf;
     r.bytes_per_launch = traffic;
-    r.config = c;
-    r.grid = static_cast<int>(g.blocks);
-    r.occupancy_blocks_per_sm = g.occupancy;
-    r.sm_count = sms;
-    r.warmup = warmup;
-    r.seed = seed;
-    if (!g.skipped.empty()) {
-      r.skipped = g.skipped;
-      results.push_back(std::move(r));
-      continue;
-    }
-    if (dst_words) poison(dst_words, buffer_bytes, stream.get());
-    if (partial_bytes) poison(partials.get(), partial_bytes, stream.get());
-    r.timing = time_launches(stream.get(), warmup, reps, [&](cudaStream_t s) {
-      k.launch(g.blocks, static_cast<unsigned>(c.threads), k.smem, s, args);
-      CUDA_CHECK_LAUNCH();
-    });
+    r.read_bytes_per_launch = buffer_bytes * static_cast<std::size_t>(p.sources);
+    r.write_bytes_per_launch = p.writes ? buffer_bytes : 0;
+    r.read_parts = p.sources;
+    r.write_parts = p.writes ? 1 : 0;
+    if (r.skipped.empty())
+      time_and_verify(p, k, g, c, args, p.writes ? buffer_bytes : 0, partial_bytes, warmup, reps, stream.get(), in, r);
+    results.push_back(std::move(r));
+  }
+  return results;
+}
 
-    switch (pattern) {
-      case Pattern::Read: {
-        r.verification.method = "checksum";
-        r.verification.checked_words = nwords;
-        r.verification.expected = expected_sum;
-        r.verification.observed = device_checksum(partials.get<std::uint32_t>(), g.blocks);
-        ROOFLINE_VERIFY(r.verification.observed == expected_sum,
-                        "read: kernel checksum 0x" << std::hex << r.verification.observed
-                                                   << " != host checksum 0x" << expected_sum << std::dec
-                                                   << " over " << nwords << " words");
-        break;
-      }
-      case Pattern::Write:
-        r.verification.method = "spot-check";
-        r.verification.checked_words = spot_check(dst_words, nwords, seed, "write",
-                                                  [&](std::uint64_t i) { return fill_word(fill_key, i); });
-        break;
-      case Pattern::Copy:
-        r.verification.method = "spot-check";
-        r.verification.checked_words = spot_check(dst_words, nwords, seed, "copy",
-                                                  [&](std::uint64_t i) { return data_word(seed0, i); });
-        break;
-      case Pattern::Triad:
-        r.verification.method = "spot-check";
-        r.verification.checked_words = spot_check(dst_words, nwords, seed, "triad", [&](std::uint64_t i) {
-          const float b = word_to_float(data_word(seed0, i)), cc = word_to_float(data_word(seed1, i));
-          const float a = std::fmaf(kTriadScalar, cc, b);
-          std::uint32_t bits;
-          std::memcpy(&bits, &a, sizeof bits);
-          return bits;
-        });
-        break;
-      case Pattern::L2Read:
-        break;
-    }
+namespace {
+
+// One chunk size every configuration divides, so all of them run on one mix allocation.
+std::uint64_t common_chunk_vectors(const std::vector<BwConfig>& configs) {
+  std::uint64_t l = 1;
+  for (const auto& c : configs) {
+    const std::uint64_t chunk = static_cast<std::uint64_t>(c.unroll) * c.threads;
+    l = l / std::gcd(l, chunk) * chunk;
+  }
+  return l;
+}
+
+}  // namespace
+
+std::vector<BwResult> run_mix(int device, int read_parts, int write_parts, std::size_t buffer_bytes, int reps,
+                              int warmup, const std::vector<BwConfig>& configs, std::uint32_t seed, BwFault fault) {
+  const MixRatio& ratio = mix_ratio(read_parts, write_parts);
+  const PatternSpec& p = spec_of(Pattern::Mix);
+  validate_common(reps, warmup, configs, p);
+  const ref::MixLayout m = ref::mix_layout(buffer_bytes, read_parts, write_parts, common_chunk_vectors(configs));
+  if (m.unit_vectors == 0)
+    throw std::invalid_argument("buffer_bytes " + std::to_string(buffer_bytes) + " is too small for one chunk of every "
+                                "configuration per read and write part");
+
+  DeviceScope scope(device);
+  const int sms = sm_count_of(device);
+  const std::size_t src_bytes = m.src_vectors * 16, dst_bytes = m.dst_vectors * 16;
+  const std::uint64_t max_blocks = max_grid(configs, sms, [&](const BwConfig& c) {
+    return m.unit_vectors / (static_cast<std::uint64_t>(c.unroll) * c.threads);
+  });
+  const std::size_t partial_bytes = max_blocks * sizeof(std::uint32_t);
+  check_free_memory(device, src_bytes + dst_bytes + partial_bytes + (64u << 20));
+
+  Stream stream;
+  DeviceBuffer src(src_bytes), dst(dst_bytes), partials(partial_bytes);
+  const Seeds seeds = seeds_of(seed);
+  fill_data(src.get<std::uint32_t>(), src_bytes / 4, seeds.src[0], false, sms, stream.get());
+  stream.synchronize();
+
+  LaunchArgs args;
+  args.src0 = src.get<uint4>();
+  args.dst = dst.get<uint4>();
+  args.partials = partials.get<std::uint32_t>();
+  args.key = seeds.fill_key;
+  CheckInputs in;
+  in.partials = args.partials;
+  in.read_words = src_bytes / 4;
+  in.expected_sum = ref::checksum(seeds.src[0], src_bytes / 4);
+  in.dst = dst.get<std::uint32_t>();
+  in.dst_words = dst_bytes / 4;
+  in.seeds = seeds;
+
+  std::vector<BwResult> results;
+  for (const auto& c : configs) {
+    const Kernel k = ratio.kernel(c.unroll, parse_load(c.load), parse_store(c.store));
+    const std::uint64_t nchunks = m.unit_vectors / (static_cast<std::uint64_t>(c.unroll) * c.threads);
+    args.total_chunks = fault == BwFault::Short ? nchunks - std::max<std::uint64_t>(1, nchunks / 16) : nchunks;
+    const Grid g = grid_for(device, k, c, sms, nchunks);
+    BwResult r = result_shell(p, c, g, sms, warmup, seed);
+    r.buffer_bytes = std::max(src_bytes, dst_bytes);
+    r.buffers = 2;
+    r.bytes_per_launch = src_bytes + dst_bytes;
+    r.read_bytes_per_launch = src_bytes;
+    r.write_bytes_per_launch = dst_bytes;
+    r.read_parts = read_parts;
+    r.write_parts = write_parts;
+    if (r.skipped.empty())
+      time_and_verify(p, k, g, c, args, dst_bytes, partial_bytes, warmup, reps, stream.get(), in, r);
     results.push_back(std::move(r));
   }
   return results;
@@ -894,7 +1052,8 @@ std::vector<BwResult> run_bandwidth(int device, const std::string& pattern_name,
 std::vector<BwResult> run_l2_read(int device, std::size_t working_set_bytes, std::size_t target_bytes_per_launch,
                                   int reps, int warmup, const std::vector<BwConfig>& configs, std::uint32_t seed,
                                   BwFault fault) {
-  validate_common(reps, warmup, configs, Pattern::L2Read);
+  const PatternSpec& p = spec_of(Pattern::L2Read);
+  validate_common(reps, warmup, configs, p);
   if (working_set_bytes < 16 || working_set_bytes % 16)
     throw std::invalid_argument("working_set_bytes must be a positive multiple of 16");
   const std::uint64_t nvec = working_set_bytes / 16, nwords = working_set_bytes / 4;
@@ -908,28 +1067,26 @@ std::vector<BwResult> run_l2_read(int device, std::size_t working_set_bytes, std
 
   DeviceScope scope(device);
   const int sms = sm_count_of(device);
-  std::uint64_t passes = std::max<std::uint64_t>(1, (target_bytes_per_launch + working_set_bytes / 2) / working_set_bytes);
-
-  std::uint64_t max_blocks = 1;
-  for (const auto& c : configs) {
-    const std::uint64_t one_shot = nvec / (static_cast<std::uint64_t>(c.unroll) * c.threads) * passes;
-    const std::uint64_t persistent = static_cast<std::uint64_t>(sms) * c.blocks_per_sm;
-    max_blocks = std::max({max_blocks, c.blocks_per_sm > 0 ? persistent : one_shot});
-  }
-  max_blocks = std::min<std::uint64_t>(max_blocks, INT_MAX);
+  const std::uint64_t passes = std::max<std::uint64_t>(1, (target_bytes_per_launch + working_set_bytes / 2) / working_set_bytes);
+  const std::uint64_t max_blocks = max_grid(configs, sms, [&](const BwConfig& c) {
+    return nvec / (static_cast<std::uint64_t>(c.unroll) * c.threads) * passes;
+  });
   check_free_memory(device, working_set_bytes + max_blocks * sizeof(std::uint32_t) + (64u << 20));
 
   Stream stream;
   DeviceBuffer ws(working_set_bytes);
   DeviceBuffer partials(max_blocks * sizeof(std::uint32_t));
-  const std::uint32_t seed0 = buffer_seed(seed, 0);
-  fill_data(ws.get<std::uint32_t>(), nwords, seed0, false, sms, stream.get());
+  const Seeds seeds = seeds_of(seed);
+  fill_data(ws.get<std::uint32_t>(), nwords, seeds.src[0], false, sms, stream.get());
   stream.synchronize();
-  const std::uint32_t ws_sum = host_checksum(seed0, nwords);
+  CheckInputs in;
+  in.partials = partials.get<std::uint32_t>();
+  in.read_words = nwords * passes;
+  in.expected_sum = static_cast<std::uint32_t>(passes) * ref::checksum(seeds.src[0], nwords);  // mod 2^32
 
   std::vector<BwResult> results;
   for (const auto& c : configs) {
-    const Kernel k = select_kernel(Pattern::L2Read, c);
+    const Kernel k = select_kernel(p, c);
     const std::uint64_t chunk = static_cast<std::uint64_t>(c.unroll) * c.threads;
     LaunchArgs args;
     args.src0 = ws.get<uint4>();
@@ -938,56 +1095,33 @@ std::vector<BwResult> run_l2_read(int device, std::size_t working_set_bytes, std
     args.total_chunks = static_cast<std::uint64_t>(args.nchunks) * passes;
     if (fault == BwFault::Short) args.total_chunks -= std::max<std::uint64_t>(1, args.total_chunks / 16);
     const Grid g = grid_for(device, k, c, sms, args.total_chunks);
-
-    BwResult r;
-    r.pattern = "l2_read";
+    BwResult r = result_shell(p, c, g, sms, warmup, seed);
     r.buffer_bytes = working_set_bytes;
     r.buffers = 1;
     r.passes = static_cast<int>(passes);
-    r.bytes_per_launch = working_set_bytes * passes;
-    r.config = c;
-    r.grid = static_cast<int>(g.blocks);
-    r.occupancy_blocks_per_sm = g.occupancy;
-    r.sm_count = sms;
-    r.warmup = warmup;
-    r.seed = seed;
-    if (!g.skipped.empty()) {
-      r.skipped = g.skipped;
-      results.push_back(std::move(r));
-      continue;
-    }
-    poison(partials.get(), partials.bytes(), stream.get());
-    r.timing = time_launches(stream.get(), warmup, reps, [&](cudaStream_t s) {
-      k.launch(g.blocks, static_cast<unsigned>(c.threads), k.smem, s, args);
-      CUDA_CHECK_LAUNCH();
-    });
-    const std::uint32_t expected = static_cast<std::uint32_t>(passes) * ws_sum;  // mod 2^32
-    r.verification.method = "checksum";
-    r.verification.checked_words = nwords * passes;
-    r.verification.expected = expected;
-    r.verification.observed = device_checksum(partials.get<std::uint32_t>(), g.blocks);
-    ROOFLINE_VERIFY(r.verification.observed == expected,
-                    "l2_read: kernel checksum 0x" << std::hex << r.verification.observed << " != host checksum 0x"
-                                                  << expected << std::dec << " (" << passes << " passes over "
-                                                  << nwords << " words)");
+    r.bytes_per_launch = r.read_bytes_per_launch = working_set_bytes * passes;
+    r.read_parts = 1;
+    if (r.skipped.empty())
+      time_and_verify(p, k, g, c, args, 0, partials.bytes(), warmup, reps, stream.get(), in, r);
     results.push_back(std::move(r));
   }
   return results;
 }
 
-std::vector<int> bandwidth_unrolls() { return {std::begin(kUnrolls), std::end(kUnrolls)}; }
+std::vector<int> bandwidth_unrolls(const std::string& pattern) {
+  if (pattern == "mix") return {std::begin(kMixUnrolls), std::end(kMixUnrolls)};
+  return {std::begin(kUnrolls), std::end(kUnrolls)};
+}
 
 std::vector<std::string> bandwidth_load_flavours(const std::string& pattern) {
-  const Pattern p = pattern == "l2_read" ? Pattern::L2Read : parse_pattern(pattern);
+  const PatternSpec& p = pattern == "l2_read" ? spec_of(Pattern::L2Read)
+                         : pattern == "mix"   ? spec_of(Pattern::Mix)
+                                              : parse_pattern(pattern);
   std::vector<std::string> v;
-  if (p == Pattern::Write) return v;  // loads nothing
-  for (const auto& n : kLoadNames) {
-    if (!has_load(n.ld)) continue;
-    if ((p == Pattern::Copy || p == Pattern::Triad) && !has_stream_load(n.ld)) continue;
-    if (p == Pattern::L2Read && !has_l2_load(n.ld)) continue;
-    v.emplace_back(n.name);
-  }
-  if (p == Pattern::Copy) {
+  if (!p.load_ok) return v;  // loads nothing
+  for (const auto& n : kLoadNames)
+    if (has_load(n.ld) && p.load_ok(n.ld)) v.emplace_back(n.name);
+  if (p.copy_engines) {
     v.emplace_back("bulk");    // the copy engine through shared memory; see BwConfig
     v.emplace_back("memcpy");  // the driver's cudaMemcpyAsync
   }
@@ -1001,6 +1135,16 @@ std::vector<std::string> bandwidth_store_flavours() {
   return v;
 }
 
-std::vector<std::string> bandwidth_patterns() { return {"read", "write", "copy", "triad"}; }
+std::vector<std::string> bandwidth_patterns() {
+  std::vector<std::string> v;
+  for (Pattern p : kStreaming) v.emplace_back(spec_of(p).name);
+  return v;
+}
+
+std::vector<std::vector<int>> bandwidth_mix_ratios() {
+  std::vector<std::vector<int>> v;
+  for (const auto& m : kMixRatios) v.push_back({m.read_parts, m.write_parts});
+  return v;
+}
 
 }  // namespace roofline

@@ -1,10 +1,11 @@
-// Achievable memory bandwidth: streaming kernels (read, write, copy, triad) over device memory and
-// a read kernel over working sets that fit in L2.
+// Achievable memory bandwidth: streaming kernels (read, write, copy, triad) over device memory, a
+// read:write mix kernel (R read parts to W write parts, the envelope between read and write), and a
+// read kernel over working sets that fit in L2.
 //
 // The core only measures: it allocates, fills with seeded data, times each configuration it is
 // given on the same buffers, verifies every result, and returns plain structs. Which sizes, which
 // configurations and which figure counts as "the peak" is policy and lives in Python
-// (python/roofline_ext/bandwidth.py).
+// (python/roofline_ext/measure/bandwidth.py).
 #pragma once
 
 #include <cstddef>
@@ -48,11 +49,15 @@ struct BwVerification {
 };
 
 struct BwResult {
-  std::string pattern;          // "read" | "write" | "copy" | "triad" | "l2_read"
-  std::size_t buffer_bytes = 0;   // bytes of each buffer (the working set for l2_read)
+  std::string pattern;          // "read" | "write" | "copy" | "triad" | "mix" | "l2_read"
+  std::size_t buffer_bytes = 0;   // bytes of each buffer (the working set for l2_read; the larger
+                                  // of source and destination for mix)
   int buffers = 0;                // buffers the pattern touches
   std::size_t bytes_per_launch = 0;  // counted traffic: read N, write N, copy 2N, triad 3N,
-                                     // l2_read passes x working set
+                                     // mix R + W units, l2_read passes x working set
+  std::size_t read_bytes_per_launch = 0;   // the part of bytes_per_launch that is read
+  std::size_t write_bytes_per_launch = 0;  // and the part that is written
+  int read_parts = 0, write_parts = 0;     // mix: the ratio R:W (other patterns: their own)
   int passes = 1;                 // l2_read: reads of the working set per launch
   BwConfig config;
   int grid = 0;                   // blocks launched
@@ -61,6 +66,9 @@ struct BwResult {
   int warmup = 0;
   std::uint32_t seed = 0;
   TimingStats timing;
+  // steady_clock_s() right after the timed loop's final synchronisation: with the repetition times
+  // (back to back on the stream) it places every repetition on the telemetry timeline.
+  double timed_end_s = 0;
   BwVerification verification;
   // Non-empty when the configuration cannot run on this device (e.g. no block fits on an SM at
   // this register use, or the copy engine needs sm_90): nothing was timed for it.
@@ -83,10 +91,21 @@ std::vector<BwResult> run_l2_read(int device, std::size_t working_set_bytes,
                                   const std::vector<BwConfig>& configs, std::uint32_t seed,
                                   BwFault fault = BwFault::None);
 
+// Reads R parts and writes W parts per chunk (read_parts:write_parts, each 1..4, not both zero:
+// read-only and write-only are the read and write patterns), the source and destination sized
+// R and W units so that the larger is about `buffer_bytes`. Every configuration is verified: the
+// kernel folds every word it read into a checksum the host recomputes, and its stores are
+// spot-checked like the write pattern's.
+std::vector<BwResult> run_mix(int device, int read_parts, int write_parts, std::size_t buffer_bytes, int reps,
+                              int warmup, const std::vector<BwConfig>& configs, std::uint32_t seed,
+                              BwFault fault = BwFault::None);
+
 // What this build can run: the values each BwConfig field accepts.
-std::vector<int> bandwidth_unrolls();
-std::vector<std::string> bandwidth_load_flavours(const std::string& pattern);  // or "l2_read"
+std::vector<int> bandwidth_unrolls(const std::string& pattern = "read");  // or "mix"
+std::vector<std::string> bandwidth_load_flavours(const std::string& pattern);  // or "l2_read", "mix"
 std::vector<std::string> bandwidth_store_flavours();
 std::vector<std::string> bandwidth_patterns();
+// The read:write ratios the mix kernel is compiled for, as {R, W} pairs.
+std::vector<std::vector<int>> bandwidth_mix_ratios();
 
 }  // namespace roofline

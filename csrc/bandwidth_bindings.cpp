@@ -9,6 +9,7 @@
 
 #include "bandwidth.hpp"
 #include "bindings.hpp"
+#include "host_clock.hpp"
 
 namespace py = pybind11;
 
@@ -67,6 +68,10 @@ py::dict result_dict(const BwResult& r) {
   d["buffer_bytes"] = r.buffer_bytes;
   d["buffers"] = r.buffers;
   d["bytes_per_launch"] = r.bytes_per_launch;
+  d["read_bytes_per_launch"] = r.read_bytes_per_launch;
+  d["write_bytes_per_launch"] = r.write_bytes_per_launch;
+  d["read_parts"] = r.read_parts;
+  d["write_parts"] = r.write_parts;
   d["passes"] = r.passes;
   py::dict cfg = config_dict(r.config);
   cfg["grid"] = r.grid;
@@ -83,10 +88,11 @@ py::dict result_dict(const BwResult& r) {
   d["mean_ms"] = r.timing.mean_ms;
   d["worst_ms"] = r.timing.worst_ms;
   d["cv"] = r.timing.cv;
+  d["timed_end_s"] = r.timed_end_s;
   py::dict v;
   v["method"] = r.verification.method;
   v["checked_words"] = r.verification.checked_words;
-  if (r.verification.method == "checksum") {
+  if (r.verification.method.find("checksum") != std::string::npos) {
     v["expected"] = r.verification.expected;
     v["observed"] = r.verification.observed;
   }
@@ -145,6 +151,31 @@ void bind_bandwidth(py::module_& m) {
       "Time reads of a working set meant to fit in L2, repeated inside the kernel so one launch moves "
       "about bytes_per_launch; the working set must be a whole number of threads*unroll*16-byte chunks.");
 
+  m.def(
+      "bandwidth_mix",
+      [](int device, int read_parts, int write_parts, std::size_t buffer_bytes, int reps, int warmup,
+         const py::object& configs, std::uint32_t seed, const std::string& fault) {
+        const auto cfgs = configs_from(configs);
+        const BwFault f = parse_bw_fault(fault);
+        std::vector<BwResult> rs;
+        {
+          py::gil_scoped_release release;
+          rs = run_mix(device, read_parts, write_parts, buffer_bytes, reps, warmup, cfgs, seed, f);
+        }
+        return results_list(rs);
+      },
+      py::arg("device"), py::arg("read_parts"), py::arg("write_parts"), py::arg("buffer_bytes"),
+      py::arg("reps") = 30, py::arg("warmup") = 5, py::arg("configs") = py::none(), py::arg("seed") = 12345u,
+      py::arg("fault") = "none",
+      "Time a read:write mix (read_parts:write_parts, one of bandwidth_capabilities()['mix_ratios']): "
+      "a source of read_parts units folded into a checksum and a destination of write_parts units "
+      "written, the larger about buffer_bytes; every word read is checksummed and the stores are "
+      "spot-checked. One dict per configuration, like bandwidth_run.");
+
+  m.def("steady_clock_s", &steady_clock_s,
+        "Seconds on the host's steady clock, the clock results' 'timed_end_s' and the telemetry "
+        "sampler's start are read from: places timed repetitions on the telemetry timeline.");
+
   m.def("bandwidth_capabilities", [] {
     py::dict d;
     d["patterns"] = bandwidth_patterns();
@@ -152,8 +183,11 @@ void bind_bandwidth(py::module_& m) {
     py::dict loads;
     for (const auto& p : bandwidth_patterns()) loads[py::str(p)] = bandwidth_load_flavours(p);
     loads["l2_read"] = bandwidth_load_flavours("l2_read");
+    loads["mix"] = bandwidth_load_flavours("mix");
     d["loads"] = loads;
     d["stores"] = bandwidth_store_flavours();
+    d["mix_ratios"] = bandwidth_mix_ratios();
+    d["mix_unrolls"] = bandwidth_unrolls("mix");
     d["default_config"] = config_dict(BwConfig{});
     return d;
   }, "The configuration values this build accepts.");

@@ -10,5 +10,6 @@ void bind_telemetry(pybind11::module_& m);  // telemetry.cpp sampler           (
 #if ROOFLINE_HAVE_CUDA
 void bind_bandwidth(pybind11::module_& m);  // bandwidth_bindings.cpp
 void bind_compute(pybind11::module_& m);    // compute_bindings.cpp
+void bind_smem(pybind11::module_& m);       // smem_bindings.cpp
 #endif
 }  // namespace roofline

@@ -204,5 +204,6 @@ PYBIND11_MODULE(_core, m) {
 #if ROOFLINE_HAVE_CUDA
   roofline::bind_bandwidth(m);
   roofline::bind_compute(m);
+  roofline::bind_smem(m);
 #endif
 }

@@ -1,5 +1,5 @@
 # Hand-written stub of the native core, roofline_ext._core (csrc/module.cpp,
-# csrc/bandwidth_bindings.cpp, csrc/compute_bindings.cpp). Keep it in step with the bindings:
+# csrc/bandwidth_bindings.cpp, csrc/compute_bindings.cpp, csrc/smem_bindings.cpp). Keep it in step with the bindings:
 # argument names and defaults are the py::arg ones; every dict is a plain dict built in C++.
 #
 # The functions under "CUDA part" exist only when the core was compiled with CUDA
@@ -81,7 +81,12 @@ def cuda_devices() -> list[dict[str, Any]]: ...
 def cuda_memory_info(device: int) -> dict[str, Any]: ...
 
 # Times pattern ('read', 'write', 'copy', 'triad') once per configuration dict (keys threads,
-# unroll, blocks_per_sm, load, store, bulk_bytes). One result dict per configuration.
+# unroll, blocks_per_sm, load, store, bulk_bytes). One result dict per configuration:
+# pattern, buffer_bytes, buffers, bytes_per_launch, read_bytes_per_launch, write_bytes_per_launch,
+# read_parts, write_parts, passes, config (+ grid, occupancy_blocks_per_sm, sm_count), warmup,
+# seed, skipped (str | None), reps, times_ms, median_ms, best_ms, mean_ms, worst_ms, cv,
+# timed_end_s (steady_clock_s() after the timed loop), verification {method, checked_words,
+# passed, and expected/observed for checksums}.
 def bandwidth_run(
     device: int,
     pattern: str,
@@ -105,8 +110,49 @@ def bandwidth_l2_read(
     fault: str = "none",
 ) -> list[dict[str, Any]]: ...
 
-# {'patterns', 'unrolls', 'loads', 'stores', 'default_config'}: the values this build accepts.
+# Times a read:write mix (read_parts:write_parts, one of capabilities' 'mix_ratios'): a source of
+# read_parts units checksummed and a destination of write_parts units spot-checked, the larger
+# about buffer_bytes. Result dicts as bandwidth_run's (pattern 'mix', method 'checksum+spot-check').
+def bandwidth_mix(
+    device: int,
+    read_parts: int,
+    write_parts: int,
+    buffer_bytes: int,
+    reps: int = 30,
+    warmup: int = 5,
+    configs: dict[str, Any] | Iterable[dict[str, Any]] | None = None,
+    seed: int = 12345,
+    fault: str = "none",
+) -> list[dict[str, Any]]: ...
+
+# Seconds on the host's steady clock: the clock of results' 'timed_end_s' and of the telemetry
+# sampler's start (CLOCK_MONOTONIC on Linux, as Python's time.monotonic()).
+def steady_clock_s() -> float: ...
+
+# {'patterns', 'unrolls', 'loads' (per pattern, 'l2_read' and 'mix'), 'stores', 'mix_ratios'
+# ([[R, W], ...]), 'mix_unrolls', 'default_config'}: the values this build accepts.
 def bandwidth_capabilities() -> dict[str, Any]: ...
+
+# Times shared-memory reads once per configuration dict (keys threads, width, vectors,
+# blocks_per_sm): one wave of blocks, each reading its seeded buffer `passes` times (0: sized to
+# about target_ms per launch), every thread's sum verified. One dict per configuration: config,
+# grid, blocks_per_sm, occupancy_blocks_per_sm, sm_count, smem_bytes_per_block, passes,
+# bytes_per_launch, warmup, seed, skipped, reps, times_ms, median_ms, best_ms, mean_ms, worst_ms,
+# cv, kernel_clock_mhz (per timed launch), timed_end_s, verification {method, checked_threads,
+# passed}. Raises VerificationError on a wrong sum.
+def smem_run(
+    device: int,
+    reps: int = 20,
+    warmup: int = 3,
+    target_ms: float = 2.0,
+    passes: int = 0,
+    configs: dict[str, Any] | Iterable[dict[str, Any]] | None = None,
+    seed: int = 12345,
+    fault: str = "none",
+) -> list[dict[str, Any]]: ...
+
+# {'threads', 'widths', 'vectors'}: the shared-memory configuration values this build accepts.
+def smem_capabilities() -> dict[str, Any]: ...
 
 # {'device', 'name', 'cc_major', 'cc_minor', 'sm_count', 'max_sm_clock_mhz' (float | None),
 # 'shared_mem_per_block_optin'}.

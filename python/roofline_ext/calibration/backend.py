@@ -32,6 +32,8 @@ class Backend(Protocol):
                           progress: Callable[[float, float, str], None] | None = None) -> Any: ...
     def measure_compute(self, device: int, precision: str, *, quick: bool,
                         progress: Callable[[str], None] | None = None) -> Any: ...
+    # Optional (calibration/run.py skips the entry for a backend without it): shared memory.
+    def measure_smem(self, device: int, *, quick: bool) -> Any: ...
     def sustained_runner(self, device: int, family: str, burst: Mapping[str, Any], dev: Any) -> Callable[[int], Any]: ...
 
 
@@ -73,7 +75,14 @@ class NativeBackend:
         if quick:
             return measure_bandwidth(device, patterns=_QUICK_PATTERNS, reps=15, warmup=3, l2=False,
                                      progress=progress)
-        return measure_bandwidth(device, l2=True, progress=progress)
+        # Full: the L2 curve and the read:write envelope too (the mix reuses the patterns measured).
+        return measure_bandwidth(device, l2=True, mix=True, progress=progress)
+
+    def measure_smem(self, device: int, *, quick: bool) -> Any:
+        """Shared-memory bandwidth against SMs x 128 B/clock x the clock its kernel counted."""
+        from ..measure.smem import measure_smem
+
+        return measure_smem(device, reps=12 if quick else 20)
 
     def measure_compute(self, device: int, precision: str, *, quick: bool,
                         progress: Callable[[str], None] | None = None) -> Any:

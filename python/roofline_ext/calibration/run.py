@@ -6,7 +6,11 @@ A calibration is one JSON-able dict (``calibrate()`` makes it, ``save()`` caches
   state; the driver, the CUDA versions, the package version, the date and ``schema_version``;
 - ``burst``: HBM bandwidth, the L2 plateau and every precision, each as an *entry* (value, best,
   CV, path, the telemetry it was reached at, the datasheet and clock-derived figures and the
-  fractions of both), measured on a card at boost clocks;
+  fractions of both), measured on a card at boost clocks; full calibrations add ``hbm_mix`` (the
+  read:write envelope, ``points`` = {"R:W": TB/s}, read by ``peaks.mix.mix_bandwidth``) and ``smem``
+  (shared-memory bandwidth against SMs x 128 B/clock x the kernel's clock), and the ``l2`` entry
+  carries the curve and its near- and far-partition plateaus; every bandwidth entry says how many
+  timed repetitions ran throttled (``throttle``);
 - ``sustained`` (full calibrations only): each unit family (HBM, the SIMT pipes, the tensor cores)
   run back to back for ``sustained_s`` seconds, the figure taken once clocks settled, with the SM
   clock, memory clock, power and temperature it was reached at;
@@ -54,6 +58,8 @@ FULL_PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 #: draws the most power per SM (docs/measuring.md: 1980 -> ~1470 MHz at 700 W on an H200).
 SUSTAINED_FAMILIES = ("hbm", "fp32", "bf16")
 DEFAULT_SUSTAINED_S = 30.0
+#: Entries beside the roofs of ENTRY_KEYS: measured and cached, but not (yet) peaks the model reads.
+EXTRA_ENTRY_KEYS = ("hbm_mix", "smem")
 
 
 def _now_iso() -> str:
@@ -177,24 +183,73 @@ def _bandwidth_entries(bw: Any, dev: Any, sheet: Any) -> dict[str, dict[str, Any
         "clock_derived": derived, "fraction_of_clock_derived": peak.tbps_median / derived if derived else None,
         "patterns": {name: {"tbps": r.tbps_median, "cv": r.cv, "config": dict(r.config),
                             "buffer_bytes": r.buffer_bytes} for name, r in bw.patterns.items()},
+        "throttle": getattr(peak, "throttle", None),
         **fields,
     }
     if bw.l2 is not None:
-        plateau = bw.l2.plateau
-        out["l2"] = {
-            "label": "L2", "unit": "TB/s",
-            "value": plateau.tbps_median, "best": plateau.tbps_best, "cv": plateau.cv,
-            "path": "l2_read",
-            "detail": f"reads of a {plateau.working_set_bytes / 2**20:.0f} MiB working set "
-                      f"(L2 {bw.l2.l2_bytes / 2**20:.0f} MiB), {_config_text(plateau.config)}",
-            "config": dict(plateau.config), "reps": plateau.reps,
-            "working_set_bytes": plateau.working_set_bytes,
-            # Neither NVIDIA nor the device attributes give an L2 bandwidth to compare with.
-            "datasheet": None, "fraction_of_datasheet": None,
-            "clock_derived": None, "fraction_of_clock_derived": None,
-            **_telemetry_fields(bw.l2.telemetry),
-        }
+        out["l2"] = _l2_entry(bw.l2)
+    if getattr(bw, "mix", None) is not None:
+        out["hbm_mix"] = _mix_entry(bw.mix, derived)
     return out
+
+
+def _l2_entry(l2: Any) -> dict[str, Any]:
+    plateau = l2.plateau
+    return {
+        "label": "L2", "unit": "TB/s",
+        "value": plateau.tbps_median, "best": plateau.tbps_best, "cv": plateau.cv,
+        "path": "l2_read",
+        "detail": f"reads of a {plateau.working_set_bytes / 2**20:.0f} MiB working set "
+                  f"(L2 {l2.l2_bytes / 2**20:.0f} MiB), {_config_text(plateau.config)}",
+        "config": dict(plateau.config), "reps": plateau.reps,
+        "working_set_bytes": plateau.working_set_bytes,
+        # The curve's plateaus: small sets also held in the near partition, large ones read
+        # half across the crossbar (measure/bandwidth.py, l2_plateaus).
+        "near_plateau": l2.near.to_dict() if getattr(l2, "near", None) else None,
+        "far_plateau": l2.far.to_dict() if getattr(l2, "far", None) else None,
+        "curve_mib_tbps": l2.curve() if hasattr(l2, "curve") else None,
+        "throttle": getattr(plateau, "throttle", None),
+        # Neither NVIDIA nor the device attributes give an L2 bandwidth to compare with.
+        "datasheet": None, "fraction_of_datasheet": None,
+        "clock_derived": None, "fraction_of_clock_derived": None,
+        **_telemetry_fields(l2.telemetry),
+    }
+
+
+def _mix_entry(mix: Any, clock_derived: float | None) -> dict[str, Any]:
+    """The read:write envelope: ``points`` is what ``peaks.mix.mix_bandwidth`` reads; ``value`` is
+    the 1:1 point (what a copy-like, element-wise kernel can reach)."""
+    points = mix.envelope()
+    return {
+        "label": "HBM read:write mix", "unit": "TB/s", "value": points.get("1:1"), "value_ratio": "1:1",
+        "points": points,
+        "sources": {p.label: p.source for p in mix.points},
+        "configs": {p.label: dict(p.config) for p in mix.points},
+        "throttle": {p.label: p.throttle for p in mix.points},
+        "buffer_bytes": mix.buffer_bytes,
+        "clock_derived": clock_derived,
+        "fractions_of_clock_derived": {k: v / clock_derived for k, v in points.items()} if clock_derived else None,
+        "telemetry": None,
+    }
+
+
+def _smem_entry(r: Any) -> dict[str, Any]:
+    cfg, launch = r.config, r.launch
+    return {
+        "label": "Shared memory", "unit": "TB/s",
+        "value": r.tbps_median, "best": r.tbps_best, "cv": r.cv,
+        "path": f"ld.shared {cfg.get('width')} B",
+        "detail": f"ld.shared {cfg.get('width')} B, {cfg.get('threads')} threads x {cfg.get('vectors')} loads, "
+                  f"{launch.get('blocks_per_sm')} blocks/SM",
+        "config": dict(cfg), "launch": dict(launch), "reps": r.reps,
+        "datasheet": None, "fraction_of_datasheet": None,
+        # SMs x bytes per clock x the clock the kernel counted: the ceiling of this very run.
+        "clock_derived": r.ceiling_tbps, "fraction_of_clock_derived": r.fraction_of_ceiling,
+        "bytes_per_clock_per_sm": r.bytes_per_clock_per_sm, "kernel_clock_mhz": r.kernel_clock_mhz,
+        "clock_derived_at_nvml_clock": r.ceiling_at_nvml_clock_tbps,
+        "throttle": r.throttle,
+        **_telemetry_fields(r.telemetry),
+    }
 
 
 def _compute_entries(comp: Any, dev: Any, sheet: Any) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
@@ -288,8 +343,9 @@ def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFA
     precs = tuple(precisions) if precisions else (QUICK_PRECISIONS if quick else FULL_PRECISIONS)
     families = tuple(families) if (not quick and sustained_s and sustained_s > 0) else ()
     # Rough seconds per step, only for the progress bar.
-    weights = {"bw": 3.0 if quick else 8.0, "prec": 1.5 if quick else 3.0, "sus": float(sustained_s) + 2.0}
-    total = weights["bw"] + weights["prec"] * len(precs) + weights["sus"] * len(families)
+    weights = {"bw": 3.0 if quick else 14.0, "prec": 1.5 if quick else 3.0, "sus": float(sustained_s) + 2.0,
+               "smem": 0.0 if quick else 1.0}
+    total = weights["bw"] + weights["smem"] + weights["prec"] * len(precs) + weights["sus"] * len(families)
     run = _Run(backend, device, dev, lookup(dev.name), quick,
                _Steps(progress, total, prefix=f"{'quick' if quick else 'full'} calibration: "), weights)
     run.trust = start_warnings(dev, state)
@@ -311,6 +367,8 @@ def _burst(run: _Run, precs: Sequence[str]) -> None:
                                            progress=lambda done, of, what: update(done / of if of else 0.0, what))
     run.raw["bandwidth"] = bw
     run.entries.update(_bandwidth_entries(bw, run.dev, run.sheet))
+    if not run.quick:
+        _smem(run)
     for prec in precs:
         with run.steps.step(f"{short_label(prec)} throughput", run.weights["prec"]) as update:
             comp = run.backend.measure_compute(run.device, prec, quick=run.quick,
@@ -319,6 +377,17 @@ def _burst(run: _Run, precs: Sequence[str]) -> None:
         found, missing = _compute_entries(comp, run.dev, run.sheet)
         run.entries.update(found)
         run.unsupported.update(missing)
+
+
+def _smem(run: _Run) -> None:
+    """Shared-memory bandwidth (full calibrations); a backend without it (an older fake) skips it."""
+    measure = getattr(run.backend, "measure_smem", None)
+    if measure is None:
+        return
+    with run.steps.step("shared-memory bandwidth", run.weights["smem"]):
+        r = measure(run.device, quick=run.quick)
+    run.raw["smem"] = r
+    run.entries["smem"] = _smem_entry(r)
 
 
 def _sustained_phase(run: _Run, families: Sequence[str], seconds: float) -> dict[str, Any]:
@@ -379,7 +448,7 @@ def _document(run: _Run, avail: Any, state: dict[str, Any], end_state: dict[str,
         "state_at_end": end_state,
         "availability": avail.to_dict(),
         "datasheet": None if sheet is None else {"sku": sheet.name, "peaks": _datasheet_mapping(sheet)},
-        "burst": {"entries": {k: run.entries[k] for k in ENTRY_KEYS if k in run.entries},
+        "burst": {"entries": {k: run.entries[k] for k in ENTRY_KEYS + EXTRA_ENTRY_KEYS if k in run.entries},
                   "unsupported": run.unsupported},
         "sustained": sustained,
         "peaks": {"burst": _peak_mapping(run.entries)},
@@ -433,6 +502,8 @@ def _datasheet_mapping(sheet: Any) -> dict[str, float]:
 def _peak_mapping(entries: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
     out = {}
     for key, e in entries.items():
+        if key not in ENTRY_KEYS:  # hbm_mix, smem: cached beside the roofs, not peaks the model reads
+            continue
         v = e.get("value") if isinstance(e, Mapping) else None
         if isinstance(v, (int, float)) and v > 0 and math.isfinite(v):
             out[peak_key(key)] = float(v)

@@ -9,9 +9,14 @@ The core (``csrc/bandwidth.cu``) times and verifies; this module holds the polic
   configurations"), with that configuration's best and CV beside it;
 - bytes counted per pattern (read N, write N, copy 2N, triad 3N; the core reports them);
 - ``peak``: the highest pattern; the L2 plateau: the best median over working sets that fit in
-  half the L2;
+  half the L2; the L2 curve's near- and far-partition plateaus (:func:`l2_plateaus`);
+- the read:write mix (:func:`measure_mix`): read-only, 4:1, 2:1, 1:1, 1:2 and write-only, each
+  point the best verified kernel of exactly that ratio (the mix kernel, and read / write / copy /
+  triad where their ratio matches), the envelope that ``peaks.mix.mix_bandwidth`` interpolates;
 - a figure above the NVML-derived theoretical bandwidth (2 x memory clock x bus width / 8) is a bug
-  in the measurement, so it raises instead of being reported.
+  in the measurement, so it raises instead of being reported;
+- every configuration's timed repetitions are checked for throttling (``throttle.py``): how many
+  were flagged is in each result, and ``discard_throttled`` leaves them out of the figure.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import RooflineError, UserError
+from .throttle import assess_row, median_ms
 
 PATTERNS = ("read", "write", "copy", "triad")
 #: Buffers each pattern allocates (and the factor its counted bytes carry).
@@ -91,9 +97,26 @@ DEFAULT_CONFIGS: dict[str, list[dict[str, Any]]] = {
 #: L2 sweep configurations: loads that skip L1 ("cg" caches in L2 only), otherwise repeated reads
 #: of a small working set would be served by L1 and overstate L2. Persistent grids: each block
 #: reads many chunks, so a launch is not a queue of tiny blocks.
+# The last three put more bytes in flight per SM (64 KiB with 1024 x 4, 2 blocks): an H200 read
+# 9.1 TB/s at 15 MiB with the first six, against a published 9.8 TB/s at 17-28 MB; not yet measured.
 DEFAULT_L2_CONFIGS: list[dict[str, Any]] = [
     _cfg(1024, 2, 64, "cg"), _cfg(256, 4, 64, "cg"), _cfg(512, 4, 64, "cg"), _cfg(256, 8, 64, "cg"),
     _cfg(256, 4, 0, "cg"), _cfg(1024, 2, 64, "nc_na"),
+    _cfg(1024, 4, 64, "cg"), _cfg(512, 8, 64, "cg"), _cfg(512, 4, 64, "nc_na"),
+]
+
+#: The read:write byte ratios of the mix sweep, read-only first. Read-only and write-only are the
+#: read and write patterns (their own kernels, tuned for one direction); the others run the mix
+#: kernel, which reads R parts and writes W parts per chunk, both streams in flight together.
+MIX_RATIOS: tuple[tuple[int, int], ...] = ((1, 0), (4, 1), (2, 1), (1, 1), (1, 2), (0, 1))
+#: The patterns whose byte ratio is one of MIX_RATIOS: their figure also counts for that point.
+PATTERN_RATIOS = {"read": (1, 0), "write": (0, 1), "copy": (1, 1), "triad": (2, 1)}
+# Mix kernel configurations: the copy sweep's winners (256 threads, one vector per part and block,
+# streaming stores) and their neighbours, one persistent grid; an unmeasured first guess.
+DEFAULT_MIX_CONFIGS: list[dict[str, Any]] = [
+    _cfg(256, 1, 0, "nc_na", "cs"), _cfg(256, 1, 0, "cs", "cs"), _cfg(256, 1, 0, "plain", "plain"),
+    _cfg(128, 1, 0, "cs", "cs"), _cfg(1024, 1, 0, "plain", "plain"), _cfg(256, 2, 0, "cs", "cs"),
+    _cfg(512, 2, 0, "nc_na", "cs"), _cfg(256, 4, 64, "cs", "cs"),
 ]
 
 
@@ -121,6 +144,10 @@ class PatternResult:
     verification: dict[str, Any] = field(default_factory=dict)
     #: Every configuration tried: its config and TB/s median/best/CV (or why it was skipped).
     sweep: list[dict[str, Any]] = field(default_factory=list)
+    #: Throttled repetitions of the reported configuration (throttle.ThrottleReport.to_dict()).
+    throttle: dict[str, Any] | None = None
+    read_bytes_per_launch: int = 0
+    write_bytes_per_launch: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -136,6 +163,24 @@ class L2Point:
     bytes_per_launch: int
     reps: int
     config: dict[str, Any]
+    throttle: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class L2Plateau:
+    """One flat stretch of the L2 curve: the best median among the points in a working-set window."""
+
+    name: str                 # "near" | "far"
+    lo_bytes: int
+    hi_bytes: int
+    tbps: float               # best median in the window
+    min_tbps: float           # the slowest point in it: how flat the stretch is
+    working_set_bytes: int    # the point that set ``tbps``
+    points: int
+    rule: str
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -143,12 +188,15 @@ class L2Point:
 
 @dataclass(frozen=True)
 class L2Result:
-    """Read bandwidth over working sets from 1 MiB to 2x L2; ``plateau`` fits in half the L2."""
+    """Read bandwidth over working sets from 1 MiB to 2x L2; ``plateau`` fits in half the L2, and
+    ``near`` / ``far`` are the curve's near- and far-partition plateaus (:func:`l2_plateaus`)."""
 
     l2_bytes: int
     points: list[L2Point]
     plateau: L2Point
     telemetry: dict[str, Any] | None
+    near: L2Plateau | None = None
+    far: L2Plateau | None = None
 
     @property
     def small_set_peak(self) -> L2Point:
@@ -159,11 +207,69 @@ class L2Result:
     def plateau_tbps(self) -> float:
         return self.plateau.tbps_median
 
+    def curve(self) -> dict[str, float]:
+        """{working set in MiB: TB/s median}, in working-set order."""
+        return {f"{p.working_set_bytes / 2**20:g}": p.tbps_median for p in self.points}
+
     def to_dict(self) -> dict[str, Any]:
         return {"l2_bytes": self.l2_bytes, "plateau_tbps": self.plateau_tbps, "plateau": self.plateau.to_dict(),
                 "plateau_rule": "best median over working sets from L2/8 to L2/2",
                 "small_set_peak": self.small_set_peak.to_dict(),
+                "near": self.near.to_dict() if self.near else None,
+                "far": self.far.to_dict() if self.far else None,
+                "curve_mib_tbps": self.curve(),
                 "points": [p.to_dict() for p in self.points], "telemetry": self.telemetry}
+
+
+@dataclass(frozen=True)
+class MixPoint:
+    """One read:write ratio of the mix sweep: the best verified kernel of exactly that ratio."""
+
+    read_parts: int
+    write_parts: int
+    tbps_median: float
+    tbps_best: float
+    cv: float
+    source: str               # "mix" (the mix kernel) or the pattern that set it ("read", "copy", ...)
+    config: dict[str, Any]
+    bytes_per_launch: int
+    read_bytes_per_launch: int
+    write_bytes_per_launch: int
+    reps: int
+    verification: dict[str, Any] = field(default_factory=dict)
+    throttle: dict[str, Any] | None = None
+    #: Every candidate for this ratio: the mix kernel's configurations and the matching patterns.
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{self.read_parts}:{self.write_parts}"
+
+    @property
+    def read_fraction(self) -> float:
+        return self.read_parts / (self.read_parts + self.write_parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(asdict(self), ratio=self.label, read_fraction=self.read_fraction)
+
+
+@dataclass(frozen=True)
+class MixResult:
+    """The read:write envelope, read-only first: ``envelope()`` is what the calibration caches."""
+
+    points: list[MixPoint]
+    buffer_bytes: int
+    telemetry: dict[str, Any] | None
+    warnings: list[str] = field(default_factory=list)
+
+    def envelope(self) -> dict[str, float]:
+        """{"R:W": TB/s}, the mapping ``peaks.mix.mix_bandwidth`` reads."""
+        return {p.label: p.tbps_median for p in self.points}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"buffer_bytes": self.buffer_bytes, "envelope": self.envelope(),
+                "points": [p.to_dict() for p in self.points], "telemetry": self.telemetry,
+                "warnings": list(self.warnings)}
 
 
 @dataclass(frozen=True)
@@ -182,6 +288,7 @@ class BandwidthResult:
     cuda_driver_version: str | None = None
     cuda_runtime_version: int | None = None
     warnings: list[str] = field(default_factory=list)
+    mix: MixResult | None = None
 
     @property
     def peak_tbps(self) -> float:
@@ -211,6 +318,7 @@ class BandwidthResult:
                      "fraction_of_theoretical": self.fraction_of_theoretical()},
             "patterns": {k: v.to_dict() for k, v in self.patterns.items()},
             "l2": self.l2.to_dict() if self.l2 else None,
+            "mix": self.mix.to_dict() if self.mix else None,
             "warnings": list(self.warnings),
         }
 
@@ -241,19 +349,23 @@ def l2_working_sets(l2_bytes: int) -> list[int]:
     """Working sets for the L2 sweep: 1 MiB .. 2x L2 in steps, whole MiB each (so that every
     default configuration's chunk, at most 1 MiB, divides them)."""
     mib = 1 << 20
-    fractions = (1 / 16, 1 / 8, 3 / 16, 1 / 4, 5 / 16, 3 / 8, 7 / 16, 1 / 2, 5 / 8, 3 / 4, 7 / 8, 1.0, 1.25, 1.5, 2.0)
-    sizes = {mib, 2 * mib, 4 * mib}
+    # Dense below a quarter of the L2 (the near-partition plateau and its edge), sixteenths of the
+    # L2 up to all of it (the far plateau and the spill), then quarters up to twice the L2.
+    fractions = [k / 16 for k in range(1, 17)] + [1.25, 1.5, 1.75, 2.0]
+    sizes = {mib, 2 * mib, 3 * mib, 4 * mib, 6 * mib, 8 * mib}
     sizes.update(max(mib, int(l2_bytes * f) // mib * mib) for f in fractions)
     return sorted(s for s in sizes if s <= 2 * l2_bytes)
 
 
 def _summarize_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    out = {"config": dict(row["config"])}
+    out: dict[str, Any] = {"config": dict(row["config"])}
     if row.get("skipped"):
         out["skipped"] = row["skipped"]
         return out
     out.update(tbps_median=tbps(row["bytes_per_launch"], row["median_ms"]),
                tbps_best=tbps(row["bytes_per_launch"], row["best_ms"]), cv=row["cv"])
+    if row.get("throttle"):
+        out["flagged"] = row["throttle"]["flagged"]
     return out
 
 
@@ -297,6 +409,9 @@ def pattern_result(pattern: str, rows: Sequence[Mapping[str, Any]], telemetry: d
         best_ms=float(best["best_ms"]),
         verification=dict(best["verification"]),
         sweep=[_summarize_row(r) for r in rows],
+        throttle=best.get("throttle"),
+        read_bytes_per_launch=int(best.get("read_bytes_per_launch", 0)),
+        write_bytes_per_launch=int(best.get("write_bytes_per_launch", 0)),
     )
 
 
@@ -310,6 +425,56 @@ def l2_plateau(points: Sequence[L2Point], l2_bytes: int) -> L2Point:
     """
     inside = [p for p in points if l2_bytes // 8 <= p.working_set_bytes <= l2_bytes // 2]
     return max(inside or list(points), key=lambda p: p.tbps_median)
+
+
+#: The two plateaus of the L2 curve, as fractions of the L2 size. Hopper's L2 is two partitions,
+#: each serving half of the addresses; a small working set is also kept in the partition near each
+#: SM, a large one is read half from the far partition across the crossbar. The windows follow the
+#: published H200 read curve (50 MiB L2): about 13 TB/s at up to 2-4 MB, 9.8 TB/s from 17 to 28 MB.
+L2_PLATEAU_WINDOWS = {"near": (0.0, 1 / 12), "far": (1 / 3, 0.56)}
+
+
+def l2_plateaus(points: Sequence[L2Point], l2_bytes: int) -> dict[str, L2Plateau | None]:
+    """The near- and far-partition plateaus: the best median in each window (None: no point in it)."""
+    out: dict[str, L2Plateau | None] = {}
+    for name, (lo_f, hi_f) in L2_PLATEAU_WINDOWS.items():
+        lo, hi = int(lo_f * l2_bytes), int(hi_f * l2_bytes)
+        inside = [p for p in points if lo <= p.working_set_bytes <= hi]
+        if not inside:
+            out[name] = None
+            continue
+        best = max(inside, key=lambda p: p.tbps_median)
+        out[name] = L2Plateau(name=name, lo_bytes=lo, hi_bytes=hi, tbps=best.tbps_median,
+                              min_tbps=min(p.tbps_median for p in inside), working_set_bytes=best.working_set_bytes,
+                              points=len(inside), rule=f"best median over working sets from {lo_f:.3g} to "
+                                                       f"{hi_f:.3g} of the L2")
+    return out
+
+
+def mix_point(read_parts: int, write_parts: int, candidates: Sequence[Mapping[str, Any]]) -> MixPoint:
+    """The point of one ratio from its candidates: rows of the core (mix kernel configurations) and
+    pattern figures (``{"source": pattern, "result": PatternResult}``); the best median wins."""
+    options: list[dict[str, Any]] = []
+    for c in candidates:
+        if "result" in c:
+            r = c["result"]
+            options.append({"source": c["source"], "tbps_median": r.tbps_median, "tbps_best": r.tbps_best,
+                            "cv": r.cv, "config": dict(r.config), "bytes_per_launch": r.bytes_per_launch,
+                            "read_bytes_per_launch": r.read_bytes_per_launch,
+                            "write_bytes_per_launch": r.write_bytes_per_launch, "reps": r.reps,
+                            "verification": dict(r.verification), "throttle": r.throttle})
+        elif not c.get("skipped"):
+            options.append({"source": "mix", "tbps_median": tbps(c["bytes_per_launch"], c["median_ms"]),
+                            "tbps_best": tbps(c["bytes_per_launch"], c["best_ms"]), "cv": float(c["cv"]),
+                            "config": dict(c["config"]), "bytes_per_launch": int(c["bytes_per_launch"]),
+                            "read_bytes_per_launch": int(c["read_bytes_per_launch"]),
+                            "write_bytes_per_launch": int(c["write_bytes_per_launch"]), "reps": int(c["reps"]),
+                            "verification": dict(c["verification"]), "throttle": c.get("throttle")})
+    if not options:
+        raise MeasurementError(f"no configuration could run the {read_parts}:{write_parts} read:write mix")
+    best = max(options, key=lambda o: o["tbps_median"])
+    summary = [{k: o[k] for k in ("source", "config", "tbps_median", "tbps_best", "cv")} for o in options]
+    return MixPoint(read_parts=read_parts, write_parts=write_parts, candidates=summary, **best)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -326,68 +491,163 @@ def _telemetry_block(device: int):
     return sampling(device)
 
 
+def _timeline_start(core: Any) -> float | None:
+    """The steady-clock time now, read right after the sampler started: the origin of its samples'
+    ``t_s`` on the clock the core stamps timed loops with (None for a core without the clock)."""
+    clock = getattr(core, "steady_clock_s", None)
+    return float(clock()) if callable(clock) else None
+
+
+def assess_rows(rows: Sequence[Mapping[str, Any]], tel: Any, t0: float | None, core: Any, *,
+                discard: bool = False) -> list[dict[str, Any]]:
+    """Each row with its throttle report (``row["throttle"]``); with ``discard``, a row whose flagged
+    repetitions were left out carries the median and best of the rest."""
+    samples = list(getattr(tel, "samples", None) or [])
+    names_of = getattr(core, "reason_names", None)
+    out = []
+    for row in rows:
+        row = dict(row)
+        if not row.get("skipped"):
+            rep, kept = assess_row(row, samples, t0, names_of=names_of, discard=discard)
+            row["throttle"] = rep.to_dict()
+            if rep.discarded:
+                row.update(median_ms=median_ms(kept), best_ms=min(kept))
+        out.append(row)
+    return out
+
+
+def _settable(configs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    # A result's reported config carries derived facts (grid, occupancy); keep what can be set, so
+    # a winning configuration can be handed straight back (the calibration's sustained phase does).
+    return [{k: v for k, v in dict(c).items() if k in CONFIG_KEYS} for c in configs]
+
+
 def measure_pattern(device: int, pattern: str, buffer_bytes: int, *, configs: Sequence[Mapping[str, Any]] | None = None,
                     reps: int = DEFAULT_REPS, warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED,
-                    theoretical_tbps: float | None = None) -> PatternResult:
+                    theoretical_tbps: float | None = None, discard_throttled: bool = False) -> PatternResult:
     """One pattern over buffers of `buffer_bytes`, every configuration on one allocation, NVML sampled
     meanwhile. Raises VerificationError (from the core) on wrong output and MeasurementError on a
-    figure above `theoretical_tbps`."""
+    figure above `theoretical_tbps`. Throttled repetitions are counted (``throttle``) and, with
+    `discard_throttled`, left out of the figure."""
     from ..device.status import core
 
     if pattern not in PATTERNS:
         raise UserError(f"unknown bandwidth pattern {pattern!r}; choose from {', '.join(PATTERNS)}")
     _core = core()
-    # A result's reported config carries derived facts (grid, occupancy); keep what can be set, so
-    # a winning configuration can be handed straight back (the calibration's sustained phase does).
-    cfgs = [{k: v for k, v in dict(c).items() if k in CONFIG_KEYS} for c in (configs or DEFAULT_CONFIGS[pattern])]
+    cfgs = _settable(configs or DEFAULT_CONFIGS[pattern])
     with _telemetry_block(device) as tel:
+        t0 = _timeline_start(_core)
         rows = _core.bandwidth_run(device, pattern, int(buffer_bytes), int(reps), int(warmup), cfgs, int(seed))
     check_plausible(pattern, rows, theoretical_tbps)
-    return pattern_result(pattern, rows, tel.summary())
+    return pattern_result(pattern, assess_rows(rows, tel, t0, _core, discard=discard_throttled), tel.summary())
+
+
+def _l2_point(ws: int, rows: Sequence[Mapping[str, Any]]) -> L2Point:
+    best = best_of_medians(rows)
+    return L2Point(working_set_bytes=int(ws), tbps_median=tbps(best["bytes_per_launch"], best["median_ms"]),
+                   tbps_best=tbps(best["bytes_per_launch"], best["best_ms"]), cv=float(best["cv"]),
+                   passes=int(best["passes"]), bytes_per_launch=int(best["bytes_per_launch"]),
+                   reps=int(best["reps"]), config=dict(best["config"]), throttle=best.get("throttle"))
 
 
 def measure_l2(device: int, l2_bytes: int, *, sizes: Sequence[int] | None = None,
                configs: Sequence[Mapping[str, Any]] | None = None, reps: int = DEFAULT_REPS,
                warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED,
-               progress: Callable[[int, int], None] | None = None) -> L2Result:
-    """Read bandwidth per working-set size (best median over `configs` at each size)."""
+               progress: Callable[[int, int], None] | None = None, discard_throttled: bool = False) -> L2Result:
+    """Read bandwidth per working-set size (best median over `configs` at each size): the L2 curve
+    from 1 MiB to 2x L2, its near- and far-partition plateaus, and the L2/8..L2/2 plateau."""
     from ..device.status import core
 
     _core = core()
-    cfgs = [{k: v for k, v in dict(c).items() if k in CONFIG_KEYS} for c in (configs or DEFAULT_L2_CONFIGS)]
+    cfgs = _settable(configs or DEFAULT_L2_CONFIGS)
     sizes = list(sizes or l2_working_sets(l2_bytes))
     points: list[L2Point] = []
     with _telemetry_block(device) as tel:
+        t0 = _timeline_start(_core)
+        raw = []
         for i, ws in enumerate(sizes):
             usable = [c for c in cfgs if ws % _chunk_bytes(c) == 0]
-            if not usable:
-                continue
-            rows = _core.bandwidth_l2_read(device, int(ws), L2_BYTES_PER_LAUNCH, int(reps), int(warmup), usable, int(seed))
-            best = best_of_medians(rows)
-            points.append(L2Point(
-                working_set_bytes=int(ws),
-                tbps_median=tbps(best["bytes_per_launch"], best["median_ms"]),
-                tbps_best=tbps(best["bytes_per_launch"], best["best_ms"]),
-                cv=float(best["cv"]), passes=int(best["passes"]), bytes_per_launch=int(best["bytes_per_launch"]),
-                reps=int(best["reps"]), config=dict(best["config"])))
+            if usable:
+                raw.append((ws, _core.bandwidth_l2_read(device, int(ws), L2_BYTES_PER_LAUNCH, int(reps), int(warmup),
+                                                        usable, int(seed))))
             if progress:
                 progress(i + 1, len(sizes))
+    # Assessed after the sampler stopped: only then are all its samples there.
+    points = [_l2_point(ws, assess_rows(rows, tel, t0, _core, discard=discard_throttled)) for ws, rows in raw]
     if not points:
         raise MeasurementError("no L2 working set could be measured with the given configurations")
+    plateaus = l2_plateaus(points, l2_bytes)
     return L2Result(l2_bytes=int(l2_bytes), points=points, plateau=l2_plateau(points, l2_bytes),
-                    telemetry=tel.summary())
+                    telemetry=tel.summary(), near=plateaus["near"], far=plateaus["far"])
+
+
+def _mix_candidates(device: int, ratio: tuple[int, int], buffer_bytes: int, known: Mapping[str, PatternResult],
+                    cfgs: list[dict[str, Any]], reps: int, warmup: int, seed: int,
+                    theoretical_tbps: float | None, discard: bool) -> list[Mapping[str, Any]]:
+    """What can stand for one ratio: the patterns of that ratio already measured, a fresh read or write
+    pattern at the endpoints, and the mix kernel's configurations in between."""
+    from ..device.status import core
+
+    found: list[Mapping[str, Any]] = [{"source": name, "result": r} for name, r in known.items()
+                                      if PATTERN_RATIOS.get(name) == ratio]
+    r_parts, w_parts = ratio
+    if w_parts == 0 or r_parts == 0:
+        name = "read" if w_parts == 0 else "write"
+        if not any(c["source"] == name for c in found):
+            found.append({"source": name, "result": measure_pattern(
+                device, name, buffer_bytes, reps=reps, warmup=warmup, seed=seed,
+                theoretical_tbps=theoretical_tbps, discard_throttled=discard)})
+        return found
+    _core = core()
+    with _telemetry_block(device) as tel:
+        t0 = _timeline_start(_core)
+        rows = _core.bandwidth_mix(device, r_parts, w_parts, int(buffer_bytes), int(reps), int(warmup), cfgs, int(seed))
+    check_plausible(f"mix {r_parts}:{w_parts}", rows, theoretical_tbps)
+    return found + assess_rows(rows, tel, t0, _core, discard=discard)
+
+
+def measure_mix(device: int, buffer_bytes: int, *, ratios: Sequence[tuple[int, int]] = MIX_RATIOS,
+                configs: Sequence[Mapping[str, Any]] | None = None, reps: int = DEFAULT_REPS,
+                warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED, theoretical_tbps: float | None = None,
+                known: Mapping[str, PatternResult] | None = None, discard_throttled: bool = False,
+                progress: Callable[[int, int], None] | None = None) -> MixResult:
+    """The read:write envelope over buffers of about `buffer_bytes` (the larger of source and
+    destination): per ratio, the best median of every verified kernel of exactly that ratio.
+
+    `known` holds pattern results already measured in the same run (``measure_bandwidth`` passes its
+    own): read / write stand for the endpoints instead of being measured again, and copy (1:1) and
+    triad (2:1) compete with the mix kernel at their ratios. Raises VerificationError on wrong
+    output and MeasurementError on a figure above `theoretical_tbps`."""
+    bad = [r for r in ratios if len(r) != 2 or min(r) < 0 or max(r) == 0]
+    if bad or not ratios:
+        raise UserError(f"read:write ratios must be pairs of non-negative parts, not both zero; got {bad or ratios}")
+    cfgs = _settable(configs or DEFAULT_MIX_CONFIGS)
+    points: list[MixPoint] = []
+    for i, ratio in enumerate(ratios):
+        cands = _mix_candidates(device, (int(ratio[0]), int(ratio[1])), int(buffer_bytes), known or {}, cfgs, reps, warmup, seed,
+                                theoretical_tbps, discard_throttled)
+        points.append(mix_point(ratio[0], ratio[1], cands))
+        if progress:
+            progress(i + 1, len(ratios))
+    points.sort(key=lambda p: -p.read_fraction)
+    warnings = [f"mix {p.label}: {p.throttle['flagged']} of {p.throttle['reps']} repetitions ran throttled"
+                for p in points if p.throttle and p.throttle.get("flagged")]
+    return MixResult(points=points, buffer_bytes=int(buffer_bytes), telemetry=None, warnings=warnings)
 
 
 def measure_bandwidth(device: int = 0, *, patterns: Sequence[str] = PATTERNS, size_bytes: int | None = None,
                       reps: int = DEFAULT_REPS, warmup: int = DEFAULT_WARMUP, l2: bool = True,
                       configs: Mapping[str, Sequence[Mapping[str, Any]]] | None = None, seed: int = DEFAULT_SEED,
-                      progress: Callable[[float, float, str], None] | None = None) -> BandwidthResult:
-    """Measure achievable HBM bandwidth per pattern (and the L2 plateau) on CUDA device `device`.
+                      progress: Callable[[float, float, str], None] | None = None, mix: bool = False,
+                      discard_throttled: bool = False) -> BandwidthResult:
+    """Measure achievable HBM bandwidth per pattern (and the L2 curve) on CUDA device `device`.
 
     Each pattern's figure is the best median over its configurations, counted as read N, write N,
     copy 2N, triad 3N bytes per launch, every configuration's output verified. `size_bytes` is the
-    size of each buffer (default: max(8 x L2, 4 GiB), capped by free memory). `progress`, if given,
-    is called as progress(done, total, description).
+    size of each buffer (default: max(8 x L2, 4 GiB), capped by free memory). `mix` adds the
+    read:write envelope (:func:`measure_mix`, reusing the patterns just measured; ``configs["mix"]``
+    overrides its configurations). `progress`, if given, is called as progress(done, total,
+    description).
 
     Raises GpuUnavailableError (with the availability reason) when no GPU can be measured,
     VerificationError when a kernel's output is wrong, MeasurementError when a figure exceeds the
@@ -421,7 +681,7 @@ def measure_bandwidth(device: int = 0, *, patterns: Sequence[str] = PATTERNS, si
     if theoretical is None:
         warnings.append("NVML gave no memory clock or bus width: no theoretical figure to check against")
 
-    steps = len(patterns) + (1 if l2 else 0)
+    steps = len(patterns) + (1 if l2 else 0) + (1 if mix else 0)
     done = 0
 
     def report(what: str) -> None:
@@ -432,15 +692,25 @@ def measure_bandwidth(device: int = 0, *, patterns: Sequence[str] = PATTERNS, si
     for p in patterns:
         report(f"bandwidth: {p}")
         results[p] = measure_pattern(device, p, size_bytes, configs=(configs or {}).get(p), reps=reps,
-                                     warmup=warmup, seed=seed, theoretical_tbps=theoretical)
+                                     warmup=warmup, seed=seed, theoretical_tbps=theoretical,
+                                     discard_throttled=discard_throttled)
         done += 1
     l2_result = None
     if l2:
-        report("bandwidth: L2 sweep")
+        report("bandwidth: L2 curve")
         if not dev.l2_bytes:
             warnings.append("the device reports no L2 size: L2 sweep skipped")
         else:
-            l2_result = measure_l2(device, dev.l2_bytes, reps=reps, warmup=warmup, seed=seed)
+            l2_result = measure_l2(device, dev.l2_bytes, reps=reps, warmup=warmup, seed=seed,
+                                   discard_throttled=discard_throttled)
+        done += 1
+    mix_result = None
+    if mix:
+        report("bandwidth: read:write mix")
+        mix_result = measure_mix(device, size_bytes, configs=(configs or {}).get("mix"), reps=reps, warmup=warmup,
+                                 seed=seed, theoretical_tbps=theoretical, known=results,
+                                 discard_throttled=discard_throttled)
+        warnings += mix_result.warnings
         done += 1
     report("bandwidth: done")
 
@@ -449,6 +719,9 @@ def measure_bandwidth(device: int = 0, *, patterns: Sequence[str] = PATTERNS, si
         tel = r.telemetry or {}
         if tel.get("slowdown"):
             warnings.append(f"{r.pattern}: clock slowdown reasons during the run: {', '.join(tel['slowdown'])}")
+        if r.throttle and r.throttle.get("flagged"):
+            warnings.append(f"{r.pattern}: {r.throttle['flagged']} of {r.throttle['reps']} timed repetitions "
+                            f"ran throttled ({', '.join(sorted(r.throttle['by_reason']))})")
     from ..device.status import core
 
     return BandwidthResult(
@@ -466,6 +739,7 @@ def measure_bandwidth(device: int = 0, *, patterns: Sequence[str] = PATTERNS, si
         cuda_driver_version=dev.cuda_driver_version,
         cuda_runtime_version=core().build_info().get("cuda_runtime_version"),
         warnings=warnings,
+        mix=mix_result,
     )
 
 
