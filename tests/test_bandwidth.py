@@ -145,7 +145,7 @@ def test_benchmark_targets_follow_the_issue():
 # --------------------------------------------------------------------------------------------------
 
 def _core():
-    from roofline_ext.device.native import core
+    from roofline_ext.device.status import core
 
     return core()
 

@@ -66,7 +66,7 @@ def test_calibration_l2_entry_carries_the_plateaus():
 # --------------------------------------------------------------------------------------------------
 
 def _core():
-    from roofline_ext.device.native import core
+    from roofline_ext.device.status import core
 
     return core()
 

@@ -223,7 +223,7 @@ def test_bad_arguments(fake):
 # --- on a GPU -------------------------------------------------------------------------------------
 
 def _gpu_core():
-    from roofline_ext.device.native import core
+    from roofline_ext.device.status import core
 
     return core()
 

@@ -181,7 +181,7 @@ def test_calibration_entry_holds_the_envelope(mix_core):
 # --------------------------------------------------------------------------------------------------
 
 def _core():
-    from roofline_ext.device.native import core
+    from roofline_ext.device.status import core
 
     return core()
 

@@ -153,7 +153,7 @@ def test_full_calibration_carries_smem_and_mix_entries_but_no_new_peaks(monkeypa
 # --------------------------------------------------------------------------------------------------
 
 def _core():
-    from roofline_ext.device.native import core
+    from roofline_ext.device.status import core
 
     return core()
 
