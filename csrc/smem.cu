@@ -35,11 +35,11 @@ __device__ __forceinline__ std::uint32_t lds_fold(std::uint32_t addr) {
   // the loads of one pass together.
   if constexpr (W == 16) {
     std::uint32_t x, y, z, w;
-    asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(w) : "r"(addr) : "memory");
+    asm volatile("ld.volatile.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(w) : "r"(addr) : "memory");
     return (x + y) + (z + w);
   } else {
     std::uint32_t x;
-    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(x) : "r"(addr) : "memory");
+    asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(x) : "r"(addr) : "memory");
     return x;
   }
 }

@@ -108,7 +108,9 @@ def test_every_pattern_reports_its_read_and_write_bytes(pattern, ratio):
 def test_repetitions_are_placed_on_the_telemetry_timeline():
     from roofline_ext.device.listing import device
 
-    r = bw.measure_pattern(0, "copy", 1 << 30, configs=[bw.DEFAULT_CONFIGS["copy"][0]], reps=30, warmup=3,
+    # 4 GiB buffers, as calibration uses: 30 repetitions then span a few 25 ms sampling intervals
+    # (with 1 GiB the whole timed loop fit between two samples on an H200 and none was placed).
+    r = bw.measure_pattern(0, "copy", 4 << 30, configs=[bw.DEFAULT_CONFIGS["copy"][0]], reps=30, warmup=3,
                            theoretical_tbps=device(0).theoretical_bandwidth_tbps)
     assert r.throttle is not None and r.throttle["reps"] == 30
     if r.telemetry:  # NVML sampled: every repetition has a sample next to it
