@@ -149,6 +149,8 @@ def analyze_task(
         "has_model_new": counts.has_model_new,
         "flops": counts.flops,
         "simt_flops": counts.simt_flops,
+        "total_flops": counts.total_flops,
+        "flops_flopcounter": counts.flops_flopcounter,
         "bytes": counts.bytes,
         "input_bytes": counts.input_bytes,
         "param_bytes": counts.param_bytes,
