@@ -125,9 +125,25 @@ def test_exception_at_import_names_type_message_and_line(tmp_path):
 
 
 def test_missing_module_import(tmp_path):
-    p = write(tmp_path, "mod.py", "import torch\nimport no_such_module_here_xyz\n")
-    with pytest.raises(TaskError, match="ModuleNotFoundError: No module named 'no_such_module_here_xyz'"):
+    # one line naming the module and the command that installs it (issue 14), not the exception
+    p = write(tmp_path, "mod.py", "import torch\nimport no_such_module_here_xyz.layers\n")
+    with pytest.raises(TaskError) as e:
         load_task(p)
+    assert str(e.value) == (f"{p}:2: needs the Python module `no_such_module_here_xyz`, which is not "
+                            "installed: pip install no_such_module_here_xyz")
+    assert e.value.kind == "import"
+    one_line(e.value)
+
+
+def test_missing_module_with_another_pip_name(tmp_path, monkeypatch):
+    # as for `import cv2` (pip install opencv-python), with a module that is surely not installed
+    import roofline_ext.tasks.loading as loading
+
+    monkeypatch.setitem(loading._PIP_NAMES, "no_such_cv_xyz", "no-such-cv-python")
+    p = write(tmp_path, "cv.py", GOOD.replace("return x * 2", "import no_such_cv_xyz; return x"))
+    with pytest.raises(TaskError, match=r"Model.forward\(\) failed: needs the Python module `no_such_cv_xyz`, "
+                                        r"which is not installed: pip install no-such-cv-python"):
+        count_task(p)
 
 
 def test_sys_exit_at_import_is_caught(tmp_path):

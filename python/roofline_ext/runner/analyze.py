@@ -27,7 +27,7 @@ from ..peaks.derived import derived_peaks_for_device
 from ..report.progress import Progress
 from ..report.writers import ResultsWriter
 from ..tasks.counting import count_task, require_torch
-from ..tasks.loading import load_task
+from ..tasks.loading import load_task, task_names
 
 __all__ = ["analyze_task", "analyze_batch", "calibration_for", "error_result", "measured_peaks_for"]
 
@@ -230,8 +230,9 @@ def analyze_batch(
     elif measured is False:
         measured = None
     results: list[dict[str, Any]] = []
+    names = task_names(paths)  # a folder of folders: "level1/19_ReLU"
     with Progress(len(paths), enabled=progress) as bar:
-        for p in paths:
+        for p, name in zip(paths, names):
             bar.start(p.name)
             try:
                 result = analyze(p, choice, dtype, regime=regime, strict_fp32=strict_fp32, measured=measured)
@@ -241,6 +242,7 @@ def analyze_batch(
                 if debug:
                     traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
                 result = error_result(p, exc)
+            result["task"] = name
             results.append(result)
             if writer is not None:
                 writer.add(result)

@@ -351,8 +351,8 @@ def _build(task: Task, init_inputs: list, model: str) -> tuple[Any, list[str]]:
         if failure is None:
             raise
         module = build_for_real(task, model, exc, failure[1])
-    return module, [f"{model} was built for real on the CPU ({failure[1]} in its constructor); its "
-                    "forward pass was counted on fake tensors"]
+    return module, [f"{model} was built for real on the CPU, because fake tensors cannot build it: "
+                    f"{failure[1]}; its forward pass was counted on fake tensors"]
 
 
 def _setup(task: Task, model: str, cast) -> tuple[Any, list, list[str]]:
