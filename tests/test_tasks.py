@@ -263,3 +263,30 @@ def test_find_task_files_natural_order(tmp_path):
         (tmp_path / name).write_text("")
     (tmp_path / "sub").mkdir()
     assert [p.name for p in find_task_files(tmp_path)] == ["1_c.py", "2_a.py", "10_b.py"]
+
+
+def test_find_task_files_in_a_folder_of_folders(tmp_path):
+    # KernelBench's KernelBench/ with level1/ ... inside; hidden folders, caches and venvs are skipped
+    for rel in ("level1/10_b.py", "level1/1_a.py", "level10/1_z.py", "level2/2_c.py", "top.py",
+                ".git/hook.py", "__pycache__/cached.py", "venv/lib/site.py", "level2/_helper.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(GOOD)
+    (tmp_path / "venv" / "pyvenv.cfg").write_text("")
+    found = [p.relative_to(tmp_path).as_posix() for p in find_task_files(tmp_path)]
+    assert found == ["level1/1_a.py", "level1/10_b.py", "level2/2_c.py", "level10/1_z.py", "top.py"]
+
+
+def test_batch_results_are_named_by_relative_path(tmp_path):
+    from roofline_ext.runner.analyze import analyze_batch
+    from roofline_ext.tasks.loading import task_names
+
+    for rel in ("level1/1_a.py", "level2/1_a.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(GOOD)
+    (tmp_path / "level2" / "2_bad.py").write_text("raise ValueError('no')\n")
+    paths = find_task_files(tmp_path)
+    results = analyze_batch(paths, "H100", progress=False, measured=False)
+    assert [r["task"] for r in results] == ["level1/1_a", "level2/1_a", "level2/2_bad"]
+    assert [r["status"] for r in results] == ["ok", "ok", "error"]
+    # files of one folder keep their stems
+    assert task_names([tmp_path / "level1" / "1_a.py", tmp_path / "level1" / "x.py"]) == ["1_a", "x"]
