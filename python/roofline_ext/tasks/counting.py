@@ -351,8 +351,9 @@ def _build(task: Task, init_inputs: list, model: str) -> tuple[Any, list[str]]:
         if failure is None:
             raise
         module = build_for_real(task, model, exc, failure[1])
-    return module, [f"{model} was built for real on the CPU, because fake tensors cannot build it: "
-                    f"{failure[1]}; its forward pass was counted on fake tensors"]
+    note = (f"{model} was built for real on the CPU, because fake tensors cannot build it: {failure[1]}; "
+            "its forward pass was counted on fake tensors")
+    return module, [note]
 
 
 def _setup(task: Task, model: str, cast) -> tuple[Any, list, list[str]]:
@@ -401,6 +402,19 @@ def _by_op(ops) -> dict[str, dict[str, int]]:
     return dict(sorted(by_op.items(), key=lambda kv: (-kv[1]["flops"], -kv[1]["simt_flops"], kv[0])))
 
 
+@dataclass
+class _Run:
+    """What one counted forward pass left: the op counter, FlopCounterMode, the tensors."""
+
+    ops: Any
+    counter: Any
+    inputs: list
+    state: list
+    outputs: list
+    written: Reads
+    notes: list[str]
+
+
 def count_task(task_or_path: Task | str | os.PathLike, dtype=None, *, model: str = "Model") -> Counts:
     """Count FLOPs, SIMT FLOPs and compulsory bytes of one forward pass of ``model`` (``"Model"``, the
     reference, or ``"ModelNew"``). ``task_or_path`` is a loaded :class:`Task` or a task file (which is
@@ -408,27 +422,30 @@ def count_task(task_or_path: Task | str | os.PathLike, dtype=None, *, model: str
     a ``torch.dtype``) casts the model and floating inputs first. Raises :class:`TaskError`.
     """
     torch = require_torch()
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.utils._pytree import tree_leaves
-    from torch.utils.flop_counter import FlopCounterMode
-
     task = task_or_path if isinstance(task_or_path, Task) else load_task(task_or_path)
     cast = dtype if (dtype is None or isinstance(dtype, torch.dtype)) else parse_dtype(dtype)
     t0 = time.perf_counter()
+    run = _run(task, model, cast)
+    return _counts(task, model, cast, run, time.perf_counter() - t0)
+
+
+def _run(task: Task, model: str, cast) -> _Run:
+    """Build, make the inputs and run forward on fake tensors, counting; torch's state put back."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils._pytree import tree_leaves
+    from torch.utils.flop_counter import FlopCounterMode
 
     # allow_non_fake_inputs: module-level constant tensors of the task are real; fake mode converts
     # them on use (no copy of their data). allow_fallback_kernels=False: never run a real kernel on
     # zero-filled stand-ins, which would allocate the full size (see module docstring).
     fake_mode = FakeTensorMode(allow_fallback_kernels=False, allow_non_fake_inputs=True)
-    mkldnn_was = torch.backends.mkldnn.enabled
-    grad_was = torch.is_grad_enabled()
-    apply_was = torch.nn.Module._apply
+    mkldnn_was, grad_was, apply_was = torch.backends.mkldnn.enabled, torch.is_grad_enabled(), torch.nn.Module._apply
     try:
         torch.set_grad_enabled(False)
         torch.backends.mkldnn.enabled = False
         torch.nn.Module._apply = _make_fake_safe_apply(apply_was)
-        fmode = _make_function_mode()
-        key = _StorageKey(fake_mode)
+        fmode, key = _make_function_mode(), _StorageKey(fake_mode)
         ops = make_op_counter(flop_formulas(), key)
         ops.fc_adjust = defaultdict(int)
         with fake_mode, fmode:
@@ -445,29 +462,33 @@ def count_task(task_or_path: Task | str | os.PathLike, dtype=None, *, model: str
             with counter, ops:
                 out = _forward(task, module, inputs, model)
             fmode.snapshot = fmode.adjust = fmode.mark_read = None
-            output_tensors = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
+            outputs = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
             written = Reads()
-            for t in output_tensors:
+            for t in outputs:
                 written.add_tensor(key(t), "output", t)
     finally:
         torch.nn.Module._apply = apply_was
         torch.backends.mkldnn.enabled = mkldnn_was
         torch.set_grad_enabled(grad_was)
+    return _Run(ops, counter, input_tensors, state, outputs, written, notes)
 
-    read = ops.reads.bytes_by_category()
+
+def _counts(task: Task, model: str, cast, run: _Run, seconds: float) -> Counts:
+    read = run.ops.reads.bytes_by_category()
     input_bytes, param_bytes = read.get("input", 0), read.get("param", 0)
-    output_bytes = written.bytes_by_category().get("output", 0)
-    flopcounter = sum(int(v) for v in counter.get_flop_counts().get("Global", {}).values())
-    flopcounter += sum(ops.fc_adjust.values())
-    dtype_name, floating, compute = _dtypes(input_tensors + state)
+    output_bytes = run.written.bytes_by_category().get("output", 0)
+    flopcounter = sum(int(v) for v in run.counter.get_flop_counts().get("Global", {}).values())
+    flopcounter += sum(run.ops.fc_adjust.values())
+    dtype_name, floating, compute = _dtypes(run.inputs + run.state)
+    notes = list(run.notes)
     if task.get_init_inputs_fn is None:
         notes.append("no get_init_inputs(): Model built without arguments")
     return Counts(
         task=task.name,
         path=str(task.path),
         model=model,
-        flops=int(sum(ops.flops.values())),
-        simt_flops=int(sum(ops.simt.values())),
+        flops=int(sum(run.ops.flops.values())),
+        simt_flops=int(sum(run.ops.simt.values())),
         bytes=int(input_bytes + param_bytes + output_bytes),
         input_bytes=int(input_bytes),
         param_bytes=int(param_bytes),
@@ -476,12 +497,12 @@ def count_task(task_or_path: Task | str | os.PathLike, dtype=None, *, model: str
         dtypes=floating,
         compute_dtype=compute,
         cast=None if cast is None else str(cast),
-        inputs=[_describe_tensor(t) for t in input_tensors],
-        outputs=[_describe_tensor(t) for t in output_tensors],
-        by_op=_by_op(ops),
-        seconds=time.perf_counter() - t0,
+        inputs=[_describe_tensor(t) for t in run.inputs],
+        outputs=[_describe_tensor(t) for t in run.outputs],
+        by_op=_by_op(run.ops),
+        seconds=seconds,
         has_model_new=task.has_model_new,
-        notes=notes + list(ops.masks.notes),
+        notes=notes + list(run.ops.masks.notes),
         flops_flopcounter=int(flopcounter),
     )
 

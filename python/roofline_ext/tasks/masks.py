@@ -252,7 +252,6 @@ def _is_fake(t) -> bool:
 def _real_pattern(t) -> Pattern | None:
     """The pattern of a real tensor, read from its values: constant, or two values split by a
     triangle (the same in every matrix). None for anything else or anything large."""
-    import torch
     from torch._subclasses.fake_tensor import unset_fake_temporarily
     from torch.utils._python_dispatch import _disable_current_modes
 
@@ -359,8 +358,8 @@ class MaskTracker:
             return Pattern("const", 0, value, value)
         if base in _FULL_FACTORIES:
             return self._filled(base, args, kwargs, out)
-        if pre is None or out.dim() < 2 and base not in _ELEMENTWISE:
-            return None
+        if pre is None or (out.dim() < 2 and base not in _ELEMENTWISE):
+            return None  # not followed, or a row-wise op on something that is not a matrix
         rows, cols = (int(out.shape[-2]), int(out.shape[-1])) if out.dim() >= 2 else (1, 1)
         if base in _TRIANGLES:
             return self._triangled(base, args, kwargs, out, pre[0])
