@@ -226,6 +226,11 @@ def test_an_unused_layer_adds_nothing(tmp_path):
     assert c.param_bytes == (8 * 16 + 8) * 4 == 544
 
 
+def test_a_literal_made_in_forward_is_not_read(tmp_path):
+    c = count_task(module_task(tmp_path, "pass", "torch.minimum(x, torch.tensor(0.0))", "[torch.randn(10)]"))
+    assert (c.input_bytes, c.param_bytes, c.output_bytes) == (40, 0, 40)
+
+
 def test_an_input_never_read_adds_nothing(tmp_path):
     c = count_task(module_task(tmp_path, "pass", "x * 2", "[torch.randn(10), torch.randn(1000)]", args="x, y"))
     assert c.input_bytes == 40 and c.inputs == ["float32[10]", "float32[1000]"]

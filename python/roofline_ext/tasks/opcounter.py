@@ -36,11 +36,11 @@ NO_ARITHMETIC = frozenset("""
     _functional_assert_async _assert_scalar set_grad_enabled record_stream
 """.split())
 
-# Ops that read only their arguments' shapes, never their data.
+# Ops that read only their arguments' shapes, never their data (lift_fresh_copy: see _LIFTS).
 _METADATA_ONLY = frozenset("""
     empty_like zeros_like ones_like full_like rand_like randn_like randint_like new_empty
     new_empty_strided new_zeros new_ones new_full resize_ resize_as_ _assert_tensor_metadata
-    record_stream
+    record_stream lift_fresh_copy
 """.split())
 
 # In-place ops that overwrite their first argument without reading it.
@@ -64,6 +64,8 @@ ATTENTION = {
 
 # Ops that return their input's storage under another shape without being views by their schema.
 _ALIASES = frozenset({"_unsafe_view", "_reshape_alias"})
+# A literal that Python made in forward (torch.tensor(0.0)) enters as lift_fresh: made, not read.
+_LIFTS = frozenset({"lift_fresh", "lift_fresh_copy"})
 
 
 def _lookup_elements(name: str, args: tuple, out) -> int:
@@ -183,6 +185,7 @@ def make_op_counter(formulas: dict, key: Callable[[Any], int]):
                 self.calls[name] += 1
                 if not is_view:
                     self._note_reads(name, args, kwargs, first)
+                if not is_view or name in _LIFTS:
                     self._mark_produced(out)
             if first is None or is_view:
                 return out  # a view shares its base's storage, and what is known about it
