@@ -174,6 +174,19 @@ def test_sdpa_with_a_known_mask(tmp_path, mask, kept):
     assert c.flops_flopcounter == 2 * 4 * 36 * 8
 
 
+def test_a_failure_in_following_masks_counts_all_work_and_says_so(tmp_path, monkeypatch):
+    import roofline_ext.tasks.masks as masks
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("broken on purpose")
+
+    monkeypatch.setattr(masks.MaskTracker, "_elementwise", broken)
+    c = count_task(task(tmp_path, HAND_ATTENTION.format(
+        mask="att.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))")))
+    assert c.flops == c.flops_flopcounter == 2 * (2 * 4 * 36 * 4)
+    assert any("broken on purpose" in n for n in c.notes)
+
+
 def test_a_mask_of_unknown_values_counts_the_full_square_and_says_so(tmp_path):
     c = count_task(task(tmp_path, SDPA.format(mask="m")))
     assert c.flops == 2 * 4 * 36 * 8

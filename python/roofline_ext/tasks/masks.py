@@ -294,6 +294,24 @@ def _is_tensor(a) -> bool:
     return isinstance(a, torch.Tensor)
 
 
+def _guarded(fallback: Callable) -> Callable:
+    """Run a tracker method; should it fail, stop following values for the rest of the count (work
+    is then counted in full, which a floor may do) and say so, rather than fail the task."""
+    def wrap(method: Callable) -> Callable:
+        def guarded(self, *args, **kwargs):
+            if not self.enabled:
+                return fallback(*args, **kwargs)
+            try:
+                return method(self, *args, **kwargs)
+            except Exception as exc:  # a bug here must not make a task uncountable
+                self.enabled = False
+                self.note(f"masks are not followed past op {args[0] if args else '?'} ({type(exc).__name__}: "
+                          f"{exc}): the rest counts all work")
+                return fallback(*args, **kwargs)
+        return guarded
+    return wrap
+
+
 _TRIANGLES = frozenset({"tril", "triu"})
 _FOLLOWED = frozenset(_ELEMENTWISE) | _SOFTMAX | _DROPOUT | _TRIANGLES
 _UNKNOWN_CONST = Pattern("const", 0, UNKNOWN, UNKNOWN)
@@ -307,6 +325,7 @@ class MaskTracker:
         self.key = key
         self.adjust = adjust
         self.counting = False  # True in the forward pass; setup (constructor, get_inputs) only follows values
+        self.enabled = True
         self.patterns: dict[int, tuple[Pattern, _Layout | None]] = {}
         self.chains: dict[int, tuple[_Layout, list[tuple[str, str, int]]]] = {}
         self.notes: dict[str, None] = {}  # an ordered set
@@ -334,12 +353,14 @@ class MaskTracker:
             self._real[id(t)] = cached
         return cached[2]
 
+    @_guarded(lambda *a, **k: None)
     def before(self, name: str, args: tuple) -> list | None:
         """The arguments' patterns, taken before an in-place op rewrites them (None: not followed)."""
         if _base_name(name) not in _FOLLOWED:
             return None
         return [(self.pattern_of(a) or _UNKNOWN_CONST) if _is_tensor(a) else a for a in args]
 
+    @_guarded(lambda name, args, kwargs, out, pre, work=0, bucket=None: work)
     def after(self, name: str, args: tuple, kwargs: dict, out, pre: list | None, work: int = 0,
               bucket: str | None = None) -> int:
         """Record what ``out`` holds; return the part of ``work`` (this op's count) to keep."""
@@ -478,6 +499,7 @@ class MaskTracker:
         self.note(f"a {shape}-triangular mask on attention scores keeps {total - known} of {total} per "
                   "matrix: only the kept scores' matmul FLOPs and element-wise work are counted")
 
+    @_guarded(lambda *a, **k: None)
     def matmul_fraction(self, name: str, args: tuple) -> tuple[int, int] | None:
         """(entries that are not known zeros, all entries) of a matmul operand that masking in the forward
         pass zeroed in part (softmax of masked scores): the pairs that need no multiply-add."""
@@ -492,6 +514,8 @@ class MaskTracker:
                 return self._unknown_count(p, rows, cols), rows * cols
         return None
 
+    @_guarded(lambda q, k, causal, mask: kept_lower(int(q.shape[-2]), int(k.shape[-2]),
+                                                    0 if causal else int(k.shape[-2])))  # all pairs
     def attention_pairs(self, q, k, causal: bool, mask) -> int:
         """(query, key) pairs per (batch, head) that attention computes: all, the causal ones, or the
         ones a known mask keeps (False in a boolean mask, -inf in an additive one, are masked)."""
