@@ -305,8 +305,8 @@ def _guarded(fallback: Callable) -> Callable:
                 return method(self, *args, **kwargs)
             except Exception as exc:  # a bug here must not make a task uncountable
                 self.enabled = False
-                self.note(f"masks are not followed past op {args[0] if args else '?'} ({type(exc).__name__}: "
-                          f"{exc}): the rest counts all work")
+                self.note(f"masks are not followed after an error in {method.__name__} "
+                          f"({type(exc).__name__}: {' '.join(str(exc).split())[:120]}): the rest counts all work")
                 return fallback(*args, **kwargs)
         return guarded
     return wrap
@@ -449,20 +449,21 @@ class MaskTracker:
 
     # --- score chains: work on scores that a mask turns into constants ------------------------------
 
-    def _chain_of(self, args: tuple, out):
-        """The chain of the argument that holds the scores ``out`` is computed from (same matrices)."""
+    def _chain_of(self, args: tuple, out) -> tuple[int | None, list | None]:
+        """(storage, chain) of the argument that holds the scores ``out`` is computed from (the same
+        matrices), or (None, None)."""
         for a in args:
             if _is_tensor(a) and self.key(a) in self.chains:
                 lay, entries = self.chains[self.key(a)]
                 if (_window(a, lay) == (0, 0) and tuple(a.shape[-2:]) == (lay.rows, lay.cols)
                         and a.numel() == out.numel()):
-                    return entries
-        return None
+                    return self.key(a), entries
+        return None, None
 
     def _chain_step(self, name: str, args: tuple, out, pattern: Pattern | None, work: int,
                     bucket: str | None) -> int:
         k = self.key(out)
-        entries = self._chain_of(args, out)
+        source, entries = self._chain_of(args, out)
         self.chains.pop(k, None)  # whatever out's storage held, this op rewrote it
         base = _base_name(name)
         if name in MATMULS and bucket == "flops":
@@ -473,6 +474,7 @@ class MaskTracker:
             known = rows * cols - self._unknown_count(pattern, rows, cols)
             if entries:
                 self._take_back(entries, known, rows * cols, pattern)
+                self.chains.pop(source, None)  # taken back once, even if the scores are masked again
             return work - work * known // (rows * cols)  # outputs known without computing cost nothing
         if entries is not None and base in ("masked_fill", "where"):
             self.note("a mask applied to attention scores has values that cannot be known without running "

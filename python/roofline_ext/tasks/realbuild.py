@@ -32,12 +32,10 @@ def _numel(size) -> int:
 
 
 def _requested(func, args: tuple, kwargs: dict) -> int:
-    """Bytes a factory call is about to allocate (0 for anything else)."""
+    """Bytes a factory call (one of :func:`_factories`) is about to allocate."""
     import torch
 
     name = getattr(func, "__name__", "")
-    if func not in _factories():
-        return 0
     sizes = [a for a in args if isinstance(a, (tuple, list, torch.Size))]
     if "size" in kwargs:
         numel = _numel(kwargs["size"])
@@ -69,6 +67,8 @@ def _factories() -> frozenset:
 def _budget_mode(limit: int):
     from torch.overrides import TorchFunctionMode
 
+    factories = _factories()
+
     class _Budget(TorchFunctionMode):
         def __init__(self) -> None:
             super().__init__()
@@ -76,7 +76,8 @@ def _budget_mode(limit: int):
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            self.left -= _requested(func, args, kwargs)
+            if func in factories:
+                self.left -= _requested(func, args, kwargs)
             if self.left < 0:
                 raise _OverBudget()
             return func(*args, **kwargs)
