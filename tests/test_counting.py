@@ -114,8 +114,11 @@ def test_conv2d(tmp_path):
             return []
         """)
     c = count_task(p)
-    # 2 * (N * Hout * Wout) * Cout * Cin * k*k = 2 * (2*16*16) * 8 * 3 * 9
-    assert c.flops == 221_184
+    # Only taps on real input elements: per spatial dim, taps 0 and 2 miss the padding at one edge,
+    # so 15 + 16 + 15 = 46 (output, tap) pairs of the 16 * 3 = 48. 2 * N * Cout * Cin * 46^2:
+    assert c.flops == 2 * 2 * 8 * 3 * 46 * 46 == 203_136
+    # FlopCounterMode counts every tap: 2 * (N * Hout * Wout) * Cout * Cin * k*k = 2 * (2*16*16) * 8 * 3 * 9
+    assert c.flops_flopcounter == 221_184
     assert c.simt_flops == 0
     # input 2*3*16*16*4 = 6144; weight 8*3*3*3*4 = 864 + bias 8*4 = 32; output 2*8*16*16*4 = 16384
     assert (c.input_bytes, c.param_bytes, c.output_bytes) == (6144, 896, 16384)
@@ -136,9 +139,12 @@ def test_conv_transpose2d(tmp_path):
             return []
         """)
     c = count_task(p)
-    # Every *input* pixel is scattered to k*k outputs per output channel:
-    # 2 * N * Hin * Win * Cin * Cout * k*k = 2 * 2 * 64 * 4 * 6 * 9 (not Hout*Wout = 16*16)
-    assert c.flops == 55_296
+    # Every *input* pixel is scattered to k*k outputs per output channel, but padding 1 crops output
+    # position -1: per dim, input 0 with tap 0 lands there, so 7 + 8 + 8 = 23 of the 8 * 3 = 24
+    # (input, tap) pairs count. 2 * N * Cin * Cout * 23^2:
+    assert c.flops == 2 * 2 * 4 * 6 * 23 * 23 == 50_784
+    # FlopCounterMode: 2 * N * Hin * Win * Cin * Cout * k*k = 2 * 2 * 64 * 4 * 6 * 9
+    assert c.flops_flopcounter == 55_296
     # output size (8-1)*2 - 2*1 + 3 + 1 = 16
     assert c.outputs == ["float32[2, 6, 16, 16]"]
     # input 2*4*8*8*4 = 2048; weight (Cin, Cout, 3, 3) 4*6*9*4 = 864; output 2*6*16*16*4 = 12288
@@ -282,11 +288,11 @@ def test_registered_buffers_count_as_state(tmp_path):
             return []
         """)
     c = count_task(p)
-    # every parameter and buffer is read once, used or not (the floor's definition):
-    # fc 8*16*4 + 8*4 = 544, scale 64, spare 4000
-    assert c.param_bytes == 544 + 64 + 4000
+    # every parameter and buffer that forward reads is read once; `spare` is never read: 0.
+    # fc 8*16*4 + 8*4 = 544, scale 64
+    assert c.param_bytes == 544 + 64
     assert c.input_bytes == 4 * 16 * 4 and c.output_bytes == 4 * 8 * 4
-    assert c.bytes == 4608 + 256 + 128
+    assert c.bytes == 608 + 256 + 128
     assert c.flops == 2 * 4 * 16 * 8
     assert c.simt_flops == 4 * 16  # x * scale
 
@@ -325,8 +331,9 @@ def test_integer_inputs(tmp_path):
             return []
         """)
     c = count_task(p)
-    # indices int64 4*5*8 = 160; table 100*8*4 = 3200; output 4*5*8*4 = 640
-    assert (c.input_bytes, c.param_bytes, c.output_bytes) == (160, 3200, 640)
+    # indices int64 4*5*8 = 160; 20 indices read at most 20 of the 100 rows: 20*8*4 = 640;
+    # output 4*5*8*4 = 640
+    assert (c.input_bytes, c.param_bytes, c.output_bytes) == (160, 640, 640)
     assert c.flops == 0 and c.simt_flops == 0  # a gather
     assert c.dtype == "torch.float32"  # integers do not set the task's dtype
     assert c.inputs == ["int64[4, 5]"]
@@ -346,7 +353,8 @@ def test_shared_storage_counted_once(tmp_path):
                            "(lambda x: [x, x[2:4], x.t()])(torch.randn(8, 8))", "a, b, c"))
     assert c.input_bytes == 256
     c = count_task(fn_task(tmp_path, "a * 2", "[torch.randn(1000, 4)[::2]]", "a", name="strided.py"))
-    assert c.input_bytes == 500 * 4 * 4  # every other row of the storage: only those are read
+    # every other 16-byte row: each 32-byte sector holds one row read, so every sector is moved
+    assert c.input_bytes == 1000 * 4 * 4
 
 
 def test_broadcast_input_counts_distinct_elements(tmp_path):

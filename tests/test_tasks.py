@@ -125,9 +125,25 @@ def test_exception_at_import_names_type_message_and_line(tmp_path):
 
 
 def test_missing_module_import(tmp_path):
-    p = write(tmp_path, "mod.py", "import torch\nimport no_such_module_here_xyz\n")
-    with pytest.raises(TaskError, match="ModuleNotFoundError: No module named 'no_such_module_here_xyz'"):
+    # one line naming the module and the command that installs it (issue 14), not the exception
+    p = write(tmp_path, "mod.py", "import torch\nimport no_such_module_here_xyz.layers\n")
+    with pytest.raises(TaskError) as e:
         load_task(p)
+    assert str(e.value) == (f"{p}:2: needs the Python module `no_such_module_here_xyz`, which is not "
+                            "installed: pip install no_such_module_here_xyz")
+    assert e.value.kind == "import"
+    one_line(e.value)
+
+
+def test_missing_module_with_another_pip_name(tmp_path, monkeypatch):
+    # as for `import cv2` (pip install opencv-python), with a module that is surely not installed
+    import roofline_ext.tasks.loading as loading
+
+    monkeypatch.setitem(loading._PIP_NAMES, "no_such_cv_xyz", "no-such-cv-python")
+    p = write(tmp_path, "cv.py", GOOD.replace("return x * 2", "import no_such_cv_xyz; return x"))
+    with pytest.raises(TaskError, match=r"Model.forward\(\) failed: needs the Python module `no_such_cv_xyz`, "
+                                        r"which is not installed: pip install no-such-cv-python"):
+        count_task(p)
 
 
 def test_sys_exit_at_import_is_caught(tmp_path):
@@ -247,3 +263,30 @@ def test_find_task_files_natural_order(tmp_path):
         (tmp_path / name).write_text("")
     (tmp_path / "sub").mkdir()
     assert [p.name for p in find_task_files(tmp_path)] == ["1_c.py", "2_a.py", "10_b.py"]
+
+
+def test_find_task_files_in_a_folder_of_folders(tmp_path):
+    # KernelBench's KernelBench/ with level1/ ... inside; hidden folders, caches and venvs are skipped
+    for rel in ("level1/10_b.py", "level1/1_a.py", "level10/1_z.py", "level2/2_c.py", "top.py",
+                ".git/hook.py", "__pycache__/cached.py", "venv/lib/site.py", "level2/_helper.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(GOOD)
+    (tmp_path / "venv" / "pyvenv.cfg").write_text("")
+    found = [p.relative_to(tmp_path).as_posix() for p in find_task_files(tmp_path)]
+    assert found == ["level1/1_a.py", "level1/10_b.py", "level2/2_c.py", "level10/1_z.py", "top.py"]
+
+
+def test_batch_results_are_named_by_relative_path(tmp_path):
+    from roofline_ext.runner.analyze import analyze_batch
+    from roofline_ext.tasks.loading import task_names
+
+    for rel in ("level1/1_a.py", "level2/1_a.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(GOOD)
+    (tmp_path / "level2" / "2_bad.py").write_text("raise ValueError('no')\n")
+    paths = find_task_files(tmp_path)
+    results = analyze_batch(paths, "H100", progress=False, measured=False)
+    assert [r["task"] for r in results] == ["level1/1_a", "level2/1_a", "level2/2_bad"]
+    assert [r["status"] for r in results] == ["ok", "ok", "error"]
+    # files of one folder keep their stems
+    assert task_names([tmp_path / "level1" / "1_a.py", tmp_path / "level1" / "x.py"]) == ["1_a", "x"]

@@ -2,11 +2,14 @@
 
     t_min = max(FLOPs / compute peak, non-tensor FLOPs / SIMT peak, bytes / bandwidth)
 
-FLOPs and bytes are lower bounds on the work any correct kernel must do (FLOPs counted on the
-reference, bytes the compulsory traffic: inputs and parameters read once, outputs written once), and
-the peaks are upper bounds on the hardware's rate, so ``t_min`` is a time no correct kernel can beat.
-A reference or candidate timed *below* it means the counts or the peaks are wrong, and the result
-says so instead of reporting a fraction above 100%.
+FLOPs and bytes are lower bounds on the work a correct kernel of the reference's operations must do
+(FLOPs counted on the reference, without work on padding or masked scores; bytes the compulsory
+traffic: what the forward pass reads of its inputs and parameters, once, and its outputs written
+once; see docs/counting.md), and the peaks are upper bounds on the hardware's rate, so ``t_min`` is
+the floor of the reference's operations. A reference or candidate timed *below* it has taken an
+algebraic or structural shortcut that those operations do not take (KernelBench has tasks whose
+output reduces to a matrix-vector product, or is identically zero), or the counts or the peaks are
+wrong; the result says exactly that (``impossible``, :data:`IMPOSSIBLE_MESSAGE`).
 
 Roofs: the same floor is computed against up to three sets of peaks:
   ``datasheet``  NVIDIA's dense figures for the SKU (``roofline_ext.peaks.datasheet``);
@@ -53,7 +56,8 @@ __all__ = [
 ROOF_NAMES = ("datasheet", "derived", "measured")
 
 #: What the sentence says when a timing beats the floor.
-IMPOSSIBLE_MESSAGE = "faster than the floor: the FLOP/byte count or the peaks are wrong"
+IMPOSSIBLE_MESSAGE = ("faster than the floor of the reference's operations, so an algebraic or "
+                      "structural shortcut was taken, or the FLOP/byte counts or the peaks are wrong")
 
 # Units to try, in order, for the compute roof of each dtype unit on hardware that may lack the
 # first: falling back is sound only because the part truly has no faster unit for that dtype.

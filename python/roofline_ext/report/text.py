@@ -36,9 +36,10 @@ def describe(r: Mapping[str, Any] | None, gpu: str | DatasheetPeaks | None = Non
 
     E.g. "Roofline on NVIDIA H200: memory-bound (intensity 0.25 FLOP/byte); floor 0.412 ms by the
     datasheet, 0.438 ms measured; PyTorch reaches 71% / 76%, yours 92% / 98%." A time below a floor
-    adds "... faster than the floor: the FLOP/byte count or the peaks are wrong". ``gpu`` names the
-    GPU in the sentence (default: the name the result was computed for). ``why_none``: why ``r``
-    is None, when the caller knows (a task that moves no bytes is not a GPU missing from the table).
+    adds "... faster than the floor of the reference's operations, so an algebraic or structural
+    shortcut was taken, or the FLOP/byte counts or the peaks are wrong". ``gpu`` names the GPU in
+    the sentence (default: the name the result was computed for). ``why_none``: why ``r`` is None,
+    when the caller knows (a task that moves no bytes is not a GPU missing from the table).
     """
     name = gpu.full_name if isinstance(gpu, DatasheetPeaks) else gpu
     if r is None:

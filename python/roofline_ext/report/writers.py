@@ -23,9 +23,10 @@ def public(result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 CSV_COLUMNS = (
-    "task", "path", "status", "error_kind", "error", "flops", "simt_flops", "bytes", "input_bytes",
+    "task", "path", "status", "error_kind", "error", "flops", "simt_flops", "total_flops",
+    "flops_flopcounter", "bytes", "input_bytes",
     "param_bytes", "output_bytes", "dtype", "compute_dtype", "arithmetic_intensity", "gpu", "regime",
-    "t_min_ms", "bound",
+    "t_min_ms", "bound", "compute_unit", "limiter", "t_compute_ms", "t_simt_ms", "t_memory_ms",
     "datasheet_t_min_ms", "datasheet_bound", "datasheet_compute_tflops", "datasheet_bandwidth_tbps",
     "derived_t_min_ms", "derived_bound", "measured_t_min_ms", "measured_bound", "count_seconds",
 )
@@ -33,6 +34,10 @@ CSV_COLUMNS = (
 
 def _csv_row(result: Mapping[str, Any]) -> dict[str, Any]:
     row = {k: result.get(k) for k in CSV_COLUMNS if k in result}
+    # the primary roof's unit (after any fallback), limiter and times
+    primary = (result.get("roofs") or {}).get(result.get("primary_roof") or "") or {}
+    for key in ("compute_unit", "limiter", "t_compute_ms", "t_simt_ms", "t_memory_ms"):
+        row[key] = primary.get(key, row.get(key))
     for roof_name, roof in (result.get("roofs") or {}).items():
         if roof:
             for key in ("t_min_ms", "bound", "compute_tflops", "bandwidth_tbps"):

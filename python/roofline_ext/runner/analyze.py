@@ -28,7 +28,7 @@ from ..peaks.derived import derived_peaks_for_device
 from ..report.progress import Progress
 from ..report.writers import ResultsWriter
 from ..tasks.counting import count_task, require_torch
-from ..tasks.loading import TaskError, load_task
+from ..tasks.loading import TaskError, load_task, task_names
 
 __all__ = ["analyze_task", "analyze_batch", "calibration_for", "error_result", "measured_peaks_for"]
 
@@ -205,6 +205,8 @@ def analyze_task(
         "has_model_new": counts.has_model_new,
         "flops": counts.flops,
         "simt_flops": counts.simt_flops,
+        "total_flops": counts.total_flops,
+        "flops_flopcounter": counts.flops_flopcounter,
         "bytes": counts.bytes,
         "input_bytes": counts.input_bytes,
         "param_bytes": counts.param_bytes,
@@ -303,8 +305,9 @@ def analyze_batch(
     elif measured is False:
         measured = None
     results: list[dict[str, Any]] = []
+    names = task_names(paths)  # a folder of folders: "level1/19_ReLU"
     with Progress(len(paths), enabled=progress) as bar:
-        for p in paths:
+        for p, name in zip(paths, names):
             bar.start(p.name)
             try:
                 result = analyze(p, choice, dtype, regime=regime, strict_fp32=strict_fp32, measured=measured)
@@ -314,6 +317,7 @@ def analyze_batch(
                 if debug:
                     traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
                 result = error_result(p, exc)
+            result["task"] = name
             results.append(result)
             if writer is not None:
                 writer.add(result)

@@ -77,7 +77,9 @@ def analyze_and_time(
         notes.append(f"the candidate is INCORRECT ({timing['correctness'].get('reason')}); its time is "
                      "reported but means nothing")
     if result.get("impossible"):
-        notes.append("a time is below a floor: the FLOP/byte count or the peaks are wrong for this task")
+        notes.append("a time is below a floor, the floor of the reference's operations: that code took an "
+                     "algebraic or structural shortcut, or the FLOP/byte counts or the peaks are wrong "
+                     "for this task")
     if not (result.get("roofs") or {}).get("measured"):
         notes.append("no measured roof for this GPU: run `roofline-ext calibrate` once to add it")
     return result

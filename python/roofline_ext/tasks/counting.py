@@ -8,7 +8,9 @@ runs only its shape function. A task with 10 GB of inputs counts in milliseconds
 tensors live on the CPU device; ops run their CPU dispatch paths (the counts below are
 device-independent except where noted). Ops without a fake/meta implementation are *not* run for real
 (``allow_fallback_kernels=False``): that would allocate the full tensors; such a task is reported as an
-``unsupported-op`` error, as are ops whose output shape depends on data (``nonzero``, ``.item()``).
+``unsupported-op`` error, as are ops whose output shape depends on data (``nonzero``, ``.item()``). A
+constructor that needs tensor values is built for real on the CPU instead, within a memory budget
+(:mod:`roofline_ext.tasks.realbuild`), and its forward pass is counted on fake inputs.
 
 The forward pass runs under ``torch.no_grad()``, never ``torch.inference_mode()`` (what KernelBench's
 harness uses is no_grad). Under inference mode composite ops (``matmul``, ``linear``) reach dispatch
@@ -22,32 +24,35 @@ in a task's constructor, and ``--dtype``); and a torch-function mode turns CUDA 
 (``.cuda()``, ``device="cuda"``) into CPU ones, and counts RNN layers from two short runs instead of
 stepping through every time step (exactly; see ``_make_function_mode``). Counting is not thread-safe.
 
-What is counted
+What is counted (the rules, each with its reason, are in docs/counting.md)
 ---------------
 ``flops``
-    What ``torch.utils.flop_counter.FlopCounterMode`` counts: matmuls (mm, bmm, addmm, baddbmm),
-    convolutions and transposed convolutions, scaled-dot-product attention; 2 FLOPs per
-    multiply-add. These are the ops that run on tensor cores. Added, with the same 2·m·n·k rule, where
-    ``FlopCounterMode`` has no formula but the op is a matrix product: ``mv``, ``addmv``, ``dot``,
-    ``vdot``, ``addbmm`` and the CPU flash-attention kernel that fake CPU tensors dispatch to (on a GPU,
-    ``FlopCounterMode`` counts the CUDA attention kernels with the same formula). Causal attention counts
-    only the pairs the mask keeps (``FlopCounterMode`` counts the full square, which is no floor). mkldnn is switched off while counting so that RNNs
-    (LSTM) decompose into matmuls that are counted, rather than one opaque mkldnn op counted as 0.
+    Tensor-core FLOPs: matmuls (mm, bmm, addmm, baddbmm, mv, dot, addbmm), convolutions and transposed
+    convolutions, attention; 2 FLOPs per multiply-add (formulas.py). A convolution counts only the
+    pairs of a real input element and a kernel tap (no taps on implicit zero padding, no
+    contributions to output positions a transposed convolution crops away). Attention counts only
+    the (query, key) pairs that a causal flag or a known mask keeps, and the same holds for
+    attention written by hand with a triangular mask (masks.py). mkldnn is switched off while
+    counting so that RNNs (LSTM) decompose into matmuls that are counted, rather than one opaque
+    mkldnn op counted as 0.
+``flops_flopcounter``
+    What ``torch.utils.flop_counter.FlopCounterMode`` counts for the same forward pass (taps on
+    padding and the full attention square included, no formula for mv/dot/addbmm), for comparison.
 ``simt_flops``
     Work that cannot run on tensor cores: pointwise ops, reductions, norms, softmax, pooling, …
     **Approximation: one FLOP per output element per op** (``gelu`` on N elements: N; ``sum`` to a
     scalar: 1; ``softmax``/``layer_norm`` over N elements: N). It is a lower bound (a GELU is really
     ~10 instructions, a reduction over N needs N-1 adds), which is what a floor needs. Views, copies,
     dtype casts, factories/random init and pure data movement (cat, pad, gather, index, …) count 0.
-    Attention's internal softmax counts one per score (batch·heads·Lq·Lk; with a causal mask, per
-    unmasked score).
+    Attention's internal softmax counts one per kept score; outputs a mask makes known count 0.
 ``bytes``
-    Compulsory traffic: every input tensor, parameter and buffer read once, every output written
-    once (``input_bytes + param_bytes + output_bytes``). Tensors that share a storage (views, tied
-    weights, one input passed twice) count once, as the part of the storage they cover. Non-tensor
-    arguments count 0. Plain tensor attributes of the model (not registered as buffers) and tensors
-    from the task's module that the forward pass reads are state too and go into ``param_bytes``. An
-    output is counted as written even if it aliases an input (an in-place op still writes it).
+    Compulsory traffic (traffic.py): what the forward pass reads of its inputs, parameters, buffers
+    and constants, once, and every output written once (``input_bytes + param_bytes +
+    output_bytes``). State the forward pass never reads counts 0; a view counts the 32-byte sectors
+    it covers; a lookup (embedding, index_select, gather, ``x[idx]``) counts min(table, one row per
+    index). Tensors that share a storage (views, tied weights, one input passed twice, ``[X, X.t()]``)
+    count once. Non-tensor arguments count 0. An output is counted as written even if it aliases an
+    input (an in-place op still writes it).
 
 dtype
 -----
@@ -68,35 +73,15 @@ from typing import Any
 
 from ..errors import UserError
 from ..peaks.units import ROOF_ORDER, TASK_DTYPES, task_dtype_name
-from .loading import Task, TaskError, load_task
+from .formulas import causal_pairs as _causal_pairs  # noqa: F401  (the tests' name for it)
+from .formulas import flop_formulas, flopcounter_formulas
+from .loading import Task, TaskError, _describe_exception, _where, load_task
+from .opcounter import make_op_counter
+from .traffic import Reads
 
 __all__ = ["Counts", "count_task", "parse_dtype", "require_torch", "DTYPE_CHOICES"]
 
 DTYPE_CHOICES = tuple(TASK_DTYPES)
-
-# Ops that move or create data but compute nothing: no SIMT FLOPs. Views are recognised from their
-# schema (OpOverload.is_view) and need not be listed; matrix products are counted in `flops` instead.
-_NO_ARITHMETIC = frozenset("""
-    clone copy copy_ _copy_from _copy_from_and_resize _to_copy to contiguous detach detach_ alias
-    lift lift_fresh lift_fresh_copy _unsafe_view view reshape _reshape_alias resize_ resize_as_ set_
-    empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros ones
-    ones_like new_ones full full_like new_full fill fill_ zero_ scalar_tensor arange linspace logspace
-    eye rand rand_like randn randn_like randint randint_like randperm normal normal_ uniform_
-    bernoulli bernoulli_ exponential_ random_ geometric_ cauchy_ log_normal_ tril_indices triu_indices
-    cat stack hstack vstack constant_pad_nd reflection_pad1d reflection_pad2d reflection_pad3d
-    replication_pad1d replication_pad2d replication_pad3d repeat repeat_interleave flip roll index
-    index_select gather embedding take narrow_copy slice_scatter select_scatter as_strided_scatter
-    diagonal_scatter index_put index_put_ split_with_sizes_copy unbind_copy pixel_shuffle
-    pixel_unshuffle channel_shuffle native_channel_shuffle im2col _local_scalar_dense item
-    sym_size sym_stride sym_numel sym_storage_offset _assert_async _assert_tensor_metadata
-    _functional_assert_async _assert_scalar set_grad_enabled record_stream
-""".split())
-
-# Attention kernels: (query, key, value) are the first three arguments.
-_ATTENTION_NAMES = frozenset({
-    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",
-    "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
-})
 
 
 @dataclass
@@ -122,6 +107,12 @@ class Counts:
     seconds: float
     has_model_new: bool = False
     notes: list[str] = field(default_factory=list)
+    flops_flopcounter: int = 0
+
+    @property
+    def total_flops(self) -> int:
+        """Tensor-core and SIMT FLOPs together."""
+        return self.flops + self.simt_flops
 
     @property
     def arithmetic_intensity(self) -> float | None:
@@ -132,6 +123,7 @@ class Counts:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["arithmetic_intensity"] = self.arithmetic_intensity
+        d["total_flops"] = self.total_flops
         return d
 
 
@@ -155,223 +147,6 @@ def parse_dtype(name: str | None):
     import torch
 
     return getattr(torch, task_dtype_name(str(name)))
-
-
-# --- storages and bytes --------------------------------------------------------------------------
-
-def _storage_key(t) -> int:
-    # The address of the StorageImpl: the same for every view of one storage, fake or real. Valid as
-    # an identity only while the tensors are alive, which they are for the whole count.
-    return t.untyped_storage()._cdata
-
-
-def _distinct_bytes(t) -> int:
-    """Bytes of the distinct elements ``t`` addresses: broadcast (stride-0) dims count once."""
-    n = 1
-    for size, stride in zip(t.shape, t.stride()):
-        if size == 0:
-            return 0
-        if stride != 0:
-            n *= size
-    return n * t.element_size()
-
-
-def _span(t) -> tuple[int, int]:
-    """[first byte, last byte + 1) that ``t`` touches in its storage."""
-    if t.numel() == 0:
-        return (0, 0)
-    lo = t.storage_offset()
-    hi = lo + sum((s - 1) * st for s, st in zip(t.shape, t.stride()) if st > 0) + 1
-    neg = sum((s - 1) * st for s, st in zip(t.shape, t.stride()) if st < 0)
-    item = t.element_size()
-    return ((lo + neg) * item, hi * item)
-
-
-def _storage_bytes(tensors: list) -> int:
-    """Bytes of one storage that a group of tensors viewing it covers.
-
-    One tensor: its distinct elements (so ``x[::2]`` is half of ``x``, an expanded row is one row).
-    Several: the union of their byte spans, capped by the sum of their distinct bytes and by the
-    storage itself (exact for the common cases: the same tensor twice, slices, transposes)."""
-    if len(tensors) == 1:
-        return _distinct_bytes(tensors[0])
-    spans = sorted(_span(t) for t in tensors)
-    union, cur_lo, cur_hi = 0, None, None
-    for lo, hi in spans:
-        if cur_hi is None or lo > cur_hi:
-            if cur_hi is not None:
-                union += cur_hi - cur_lo
-            cur_lo, cur_hi = lo, hi
-        else:
-            cur_hi = max(cur_hi, hi)
-    if cur_hi is not None:
-        union += cur_hi - cur_lo
-    total = min(union, sum(_distinct_bytes(t) for t in tensors))
-    try:
-        total = min(total, tensors[0].untyped_storage().nbytes())
-    except Exception:  # a storage whose size cannot be read: keep the estimate
-        pass
-    return total
-
-
-class _StorageGroups:
-    """Tensors grouped by storage, each storage filed under the first category it was seen in."""
-
-    def __init__(self) -> None:
-        self.groups: dict[int, list] = {}
-        self.category: dict[int, str] = {}
-
-    def add(self, t, category: str) -> None:
-        key = _storage_key(t)
-        if key not in self.groups:
-            self.groups[key] = [t]
-            self.category[key] = category
-        elif not any(t is u for u in self.groups[key]):
-            self.groups[key].append(t)
-
-    def __contains__(self, key: int) -> bool:
-        return key in self.groups
-
-    def bytes_by_category(self) -> dict[str, int]:
-        out: dict[str, int] = defaultdict(int)
-        for key, ts in self.groups.items():
-            out[self.category[key]] += _storage_bytes(ts)
-        return out
-
-
-def _describe_tensor(t) -> str:
-    return f"{str(t.dtype).replace('torch.', '')}[{', '.join(str(s) for s in t.shape)}]"
-
-
-# --- FLOP formulas FlopCounterMode lacks (called with shapes, via its custom_mapping) ------------
-
-def _prod(xs) -> int:
-    n = 1
-    for x in xs:
-        n *= int(x)
-    return n
-
-
-def _mv_flops(a_shape, x_shape, *args, out_shape=None, **kwargs) -> int:
-    # (m, n) @ (n,): one multiply-add per matrix element
-    return 2 * _prod(a_shape)
-
-
-def _addmv_flops(self_shape, a_shape, x_shape, *args, out_shape=None, **kwargs) -> int:
-    return 2 * _prod(a_shape)
-
-
-def _dot_flops(a_shape, b_shape, *args, out_shape=None, **kwargs) -> int:
-    return 2 * _prod(a_shape)
-
-
-def _addbmm_flops(self_shape, b1_shape, b2_shape, *args, out_shape=None, **kwargs) -> int:
-    b, m, k = b1_shape
-    n = b2_shape[-1]
-    return 2 * b * m * n * k
-
-
-def _causal_pairs(lq: int, lk: int) -> int:
-    """(query, key) pairs a causal mask keeps: torch's mask is tril(ones(Lq, Lk)), top-left aligned."""
-    full_rows = min(lq, lk)  # row i keeps i + 1 keys while i < Lk, then all Lk
-    return full_rows * (full_rows + 1) // 2 + max(0, lq - lk) * lk
-
-
-def _attention_flops(q_shape, k_shape, v_shape, *args, out_shape=None, **kwargs) -> int:
-    # softmax(Q Kᵀ) V: Q Kᵀ is 2·Lq·Lk·E per (batch, head), P V is 2·Lq·Lk·Ev. Query heads set the
-    # count (grouped-query attention broadcasts K/V heads). Leading dims are batch and heads.
-    # Causal: only the unmasked pairs need computing, and flash kernels do skip the masked blocks;
-    # counting the full square would put the floor above what PyTorch itself reaches (seen on the
-    # H200, 2026-11-30: a causal bf16 SDPA ran at 121% of a floor counted in full).
-    batch = _prod(q_shape[:-2])
-    lq, e = q_shape[-2], q_shape[-1]
-    lk, ev = k_shape[-2], v_shape[-1]
-    is_causal = bool(args[1]) if len(args) > 1 else bool(kwargs.get("is_causal", False))
-    pairs = _causal_pairs(lq, lk) if is_causal else lq * lk
-    return 2 * batch * pairs * e + 2 * batch * pairs * ev
-
-
-def _custom_mapping() -> dict:
-    import torch
-
-    aten = torch.ops.aten
-    mapping = {
-        aten.mv: _mv_flops,
-        aten.addmv: _addmv_flops,
-        aten.dot: _dot_flops,
-        aten.vdot: _dot_flops,
-        aten.addbmm: _addbmm_flops,
-    }
-    # Fake tensors are CPU tensors, and SDPA on the CPU dispatches to this kernel, which
-    # FlopCounterMode has no formula for (it would read 0).
-    cpu_flash = getattr(aten, "_scaled_dot_product_flash_attention_for_cpu", None)
-    if cpu_flash is not None:
-        mapping[cpu_flash] = _attention_flops
-    return mapping
-
-
-# --- the dispatch mode that counts SIMT work and notices state ----------------------------------
-
-def _make_op_counter(tensor_core_ops, known: _StorageGroups):
-    """Build the TorchDispatchMode (defined lazily: torch is imported only when counting)."""
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_leaves
-
-    Tensor = torch.Tensor
-
-    class _OpCounter(TorchDispatchMode):
-        def __init__(self) -> None:
-            super().__init__()
-            self.calls: dict[str, int] = defaultdict(int)
-            self.simt: dict[str, int] = defaultdict(int)
-            self.produced: set[int] = set()
-            # pre-existing tensors that forward() read but that are neither inputs, parameters
-            # nor buffers (model attributes, module globals): state, read once
-            self.extra = _StorageGroups()
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            if func.namespace == "prim":  # prim.device, prim.layout: metadata queries
-                return func(*args, **kwargs)
-            # Under torch.inference_mode (a task may decorate forward with it) composite ops such as
-            # aten.matmul or aten.linear reach this mode whole, not decomposed into mm/addmm as they
-            # are otherwise. Decompose them here, as FlopCounterMode does, so that the same ops are
-            # seen (and a matmul is not counted as SIMT work) either way.
-            with self:
-                decomposed = func.decompose(*args, **kwargs)
-            if decomposed is not NotImplemented:
-                return decomposed
-            out = func(*args, **kwargs)
-            packet = func._overloadpacket
-            name = packet.__name__
-            self.calls[name] += 1
-            for a in tree_leaves((args, kwargs)):
-                if isinstance(a, Tensor):
-                    key = _storage_key(a)
-                    if key not in known and key not in self.produced:
-                        self.extra.add(a, "param")
-            first = None
-            for o in tree_leaves(out):
-                if isinstance(o, Tensor):
-                    self.produced.add(_storage_key(o))
-                    if first is None:
-                        first = o
-            if first is None:
-                return out
-            if name in _ATTENTION_NAMES:
-                q, k = args[0], args[1]
-                causal = bool(args[4]) if len(args) > 4 else bool(kwargs.get("is_causal", False))
-                lq, lk = int(q.shape[-2]), int(k.shape[-2])
-                pairs = _causal_pairs(lq, lk) if causal else lq * lk
-                self.simt[name] += _prod(q.shape[:-2]) * pairs
-            elif packet in tensor_core_ops or func.is_view or name in _NO_ARITHMETIC:
-                pass
-            else:
-                self.simt[name] += first.numel()
-            return out
-
-    return _OpCounter()
 
 
 # Tests turn this off to check the RNN shortcut against stepping through every time step.
@@ -407,8 +182,9 @@ def _make_function_mode():
     class _FunctionMode(TorchFunctionMode):
         def __init__(self) -> None:
             super().__init__()
-            self.snapshot = None  # set while forward runs: () -> (flops, simt, calls) dicts
-            self.adjust = None    # and its sink: (flops, simt, calls) -> None
+            self.snapshot = None   # set while forward runs: () -> a tuple of {op: count} dicts
+            self.adjust = None     # and its sink: the same dicts, as deltas -> None
+            self.mark_read = None  # tensor -> None: read in full (the short runs read a part)
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
@@ -451,6 +227,7 @@ def _make_function_mode():
                 c3 = {k: c.get(k, 0) - b.get(k, 0) for k in keys}
                 deltas.append({k: (steps - 2) * (c3[k] - c2[k]) - c3[k] for k in keys})
             self.adjust(*deltas)
+            self.mark_read(x)
             output = out[0]
             shape = list(output.shape)
             shape[tdim] = steps
@@ -459,16 +236,8 @@ def _make_function_mode():
     return _FunctionMode()
 
 
-# --- the count -----------------------------------------------------------------------------------
 
-def _op_name(op) -> str:
-    # "mm" for aten.mm: FlopCounterMode keys by OpOverloadPacket, our own mode by its __name__ too
-    return str(getattr(op, "__name__", op))
-
-
-def _dtype_str(dt) -> str:
-    return str(dt)
-
+# --- what fake tensors cannot run ------------------------------------------------------------------
 
 # Messages of errors that mean "this needs real data or a real kernel", raised as plain RuntimeErrors
 # by torch (custom ops without a fake implementation, .numpy()/.tolist() on a fake tensor, compiled
@@ -478,10 +247,13 @@ _NEEDS_REAL_DATA = (
     "data pointer", "fake tensor", "faketensor", "meta tensor",
 )
 
+_READS_A_VALUE = ("its result depends on tensor values (it reads a value: .item(), .tolist(), int(t) or "
+                  "an `if` on a tensor)")
 
-def _unsupported(exc: BaseException) -> str | None:
-    """A one-line reason when ``exc`` (or what caused it) means "fake tensors cannot run this",
-    else None: the task is not wrong, it just cannot be counted without running it."""
+
+def _fake_failure(exc: BaseException) -> tuple[str, str] | None:
+    """(what, why) when ``exc`` (or what caused it) means "fake tensors cannot run this", else None:
+    the task is not wrong, it just cannot be counted without running it."""
     from torch._subclasses import fake_tensor as ft
 
     reasons = (
@@ -497,17 +269,150 @@ def _unsupported(exc: BaseException) -> str | None:
         for cls, why in reasons:
             if cls is not None and isinstance(e, cls):
                 op = getattr(e, "func", None)
-                op = f"`{op}`" if op is not None else _first_line(str(e))
-                return f"op {op} cannot be counted without running it: {why}"
+                if "_local_scalar_dense" in str(op):
+                    return "it", _READS_A_VALUE
+                return (f"op `{op}`" if op is not None else f"op {_first_line(str(e))}"), why
         text = str(e).lower()
         if any(marker in text for marker in _NEEDS_REAL_DATA):
-            return f"cannot be counted without running it (it needs real tensor data or kernels): {_first_line(str(e))}"
+            return "it", f"it needs real tensor data or kernels: {_first_line(str(e))}"
         e = e.__cause__ or e.__context__
     return None
 
 
+def _unsupported(exc: BaseException) -> str | None:
+    """The one-line reason for :func:`_fake_failure`, or None."""
+    failure = _fake_failure(exc)
+    return None if failure is None else f"{failure[0]} cannot be counted without running it: {failure[1]}"
+
+
 def _first_line(text: str) -> str:
     return " ".join(text.split())[:200]
+
+
+# --- the count -----------------------------------------------------------------------------------
+
+def _describe_tensor(t) -> str:
+    return f"{str(t.dtype).replace('torch.', '')}[{', '.join(str(s) for s in t.shape)}]"
+
+
+def _op_name(op) -> str:
+    # "mm" for aten.mm: FlopCounterMode keys by OpOverloadPacket, our own mode by its __name__ too
+    return str(getattr(op, "__name__", op))
+
+
+class _StorageKey:
+    """A tensor's storage identity (the address of its StorageImpl: valid while the tensors live, which
+    they do for the whole count).
+
+    A real tensor (a task's module-level constant, a model built for real) stands for the fake tensor
+    the mode makes of it (memoized), so that ``X`` and a view of it made under the mode are one
+    storage. A fake tensor made by ``set_`` (``copy.deepcopy`` of a fake parameter, as
+    ``nn.TransformerEncoder`` does for its layers) has views on another storage: :meth:`alias` files
+    that one under the tensor's own."""
+
+    def __init__(self, fake_mode) -> None:
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        self.fake_mode, self.fake_type = fake_mode, FakeTensor
+        self.aliases: dict[int, int] = {}
+        self.keep: list = []
+        self.fakes: dict[int, tuple] = {}
+
+    def __call__(self, t) -> int:
+        if not isinstance(t, self.fake_type):
+            # one fake for the whole count (kept, with the real tensor, so that ids stay unique)
+            entry = self.fakes.get(id(t))
+            if entry is None:
+                try:
+                    entry = (t, self.fake_mode.from_tensor(t))
+                except Exception:  # a tensor the mode cannot convert: its own storage
+                    entry = (t, t)
+                self.fakes[id(t)] = entry
+            t = entry[1]
+        raw = t.untyped_storage()._cdata
+        return self.aliases.get(raw, raw)
+
+    def alias(self, t) -> None:
+        view = t.view(t.shape)
+        own, of_views = self(t), self(view)
+        if of_views != own:
+            self.aliases[of_views] = own
+            self.keep.append(view)  # that storage lives only as long as a view of it
+
+
+def _build(task: Task, init_inputs: list, model: str) -> tuple[Any, list[str]]:
+    """The model on fake tensors; built for real when its constructor needs tensor values."""
+    from .realbuild import build_for_real
+
+    try:
+        return task.build(init_inputs, which=model), []
+    except TaskError as exc:
+        failure = _fake_failure(exc.__cause__) if exc.kind == "init" and exc.__cause__ else None
+        if failure is None:
+            raise
+        module = build_for_real(task, model, exc, failure[1])
+    note = (f"{model} was built for real on the CPU, because fake tensors cannot build it: {failure[1]}; "
+            "its forward pass was counted on fake tensors")
+    return module, [note]
+
+
+def _setup(task: Task, model: str, cast) -> tuple[Any, list, list[str]]:
+    """Build the model and make the inputs (fake, or real where the task made them so), cast."""
+    import torch
+
+    init_inputs = task.init_inputs()
+    module, notes = _build(task, init_inputs, model)
+    inputs = task.inputs()
+    if cast is not None:
+        # as KernelBench's harness: model.to(dtype) (floating parameters and buffers) and
+        # the floating inputs; integer inputs (indices) stay as they are
+        module = task.call(module.to, f"{model}.to({cast})", "init", cast)
+        inputs = [x.to(cast) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+    return module, inputs, notes
+
+
+def _connect_rnn_shortcut(fmode, counter, ops) -> None:
+    def snapshot():
+        fc = {_op_name(k): v for k, v in counter.get_flop_counts().get("Global", {}).items()}
+        return dict(ops.flops), dict(ops.simt), dict(ops.calls), fc
+
+    def adjust(d_flops, d_simt, d_calls, d_fc):
+        for target, delta in ((ops.flops, d_flops), (ops.simt, d_simt), (ops.calls, d_calls),
+                              (ops.fc_adjust, d_fc)):
+            for k, v in delta.items():
+                target[k] += v
+
+    fmode.snapshot, fmode.adjust, fmode.mark_read = snapshot, adjust, ops.mark_read
+
+
+def _dtypes(tensors: list) -> tuple[str | None, list[str], str | None]:
+    """(dtype, dtypes, compute_dtype) of the floating tensors (see the module docstring)."""
+    floating = sorted({str(t.dtype) for t in tensors if t.is_floating_point()})
+    if not floating:
+        return None, floating, None
+    if len(floating) == 1:
+        return floating[0], floating, floating[0]
+    compute = min(floating, key=lambda d: ROOF_ORDER.index(d) if d in ROOF_ORDER else len(ROOF_ORDER))
+    return "mixed", floating, compute
+
+
+def _by_op(ops) -> dict[str, dict[str, int]]:
+    by_op = {name: {"calls": ops.calls.get(name, 0), "flops": ops.flops.get(name, 0),
+                    "simt_flops": ops.simt.get(name, 0)} for name in set(ops.calls) | set(ops.flops)}
+    return dict(sorted(by_op.items(), key=lambda kv: (-kv[1]["flops"], -kv[1]["simt_flops"], kv[0])))
+
+
+@dataclass
+class _Run:
+    """What one counted forward pass left: the op counter, FlopCounterMode, the tensors."""
+
+    ops: Any
+    counter: Any
+    inputs: list
+    state: list
+    outputs: list
+    written: Reads
+    notes: list[str]
 
 
 def count_task(task_or_path: Task | str | os.PathLike, dtype=None, *, model: str = "Model") -> Counts:
@@ -517,111 +422,73 @@ def count_task(task_or_path: Task | str | os.PathLike, dtype=None, *, model: str
     a ``torch.dtype``) casts the model and floating inputs first. Raises :class:`TaskError`.
     """
     torch = require_torch()
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.utils._pytree import tree_leaves
-    from torch.utils.flop_counter import FlopCounterMode
-
     task = task_or_path if isinstance(task_or_path, Task) else load_task(task_or_path)
     cast = dtype if (dtype is None or isinstance(dtype, torch.dtype)) else parse_dtype(dtype)
     t0 = time.perf_counter()
+    run = _run(task, model, cast)
+    return _counts(task, model, cast, run, time.perf_counter() - t0)
+
+
+def _run(task: Task, model: str, cast) -> _Run:
+    """Build, make the inputs and run forward on fake tensors, counting; torch's state put back."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils._pytree import tree_leaves
+    from torch.utils.flop_counter import FlopCounterMode
 
     # allow_non_fake_inputs: module-level constant tensors of the task are real; fake mode converts
     # them on use (no copy of their data). allow_fallback_kernels=False: never run a real kernel on
     # zero-filled stand-ins, which would allocate the full size (see module docstring).
     fake_mode = FakeTensorMode(allow_fallback_kernels=False, allow_non_fake_inputs=True)
-    mkldnn_was = torch.backends.mkldnn.enabled
-    grad_was = torch.is_grad_enabled()
-    apply_was = torch.nn.Module._apply
+    mkldnn_was, grad_was, apply_was = torch.backends.mkldnn.enabled, torch.is_grad_enabled(), torch.nn.Module._apply
     try:
         torch.set_grad_enabled(False)
         torch.backends.mkldnn.enabled = False
         torch.nn.Module._apply = _make_fake_safe_apply(apply_was)
-        fmode = _make_function_mode()
+        fmode, key = _make_function_mode(), _StorageKey(fake_mode)
+        ops = make_op_counter(flop_formulas(), key)
+        ops.fc_adjust = defaultdict(int)
         with fake_mode, fmode:
-            init_inputs = task.init_inputs()
-            module = task.build(init_inputs, which=model)
-            inputs = task.inputs()
-            if cast is not None:
-                # as KernelBench's harness: model.to(dtype) (floating parameters and buffers) and
-                # the floating inputs; integer inputs (indices) stay as they are
-                module = task.call(module.to, f"{model}.to({cast})", "init", cast)
-                inputs = [x.to(cast) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
-                          for x in inputs]
-
-            known = _StorageGroups()
+            with ops:  # follows values only: a mask made here is known in forward
+                module, inputs, notes = _setup(task, model, cast)
             input_tensors = [t for t in tree_leaves(inputs) if isinstance(t, torch.Tensor)]
-            for t in input_tensors:
-                known.add(t, "input")
-            # Tied weights appear once in parameters(); a storage shared otherwise is deduplicated.
-            # Plain tensor attributes (self.h0 = torch.randn(...)) are found when forward reads them.
             state = list(module.parameters()) + list(module.buffers())
-            for t in state:
-                known.add(t, "param")
-
-            counter = FlopCounterMode(display=False, custom_mapping=_custom_mapping())
-            ops = _make_op_counter(frozenset(counter.flop_registry), known)
-            flop_adjust: dict[str, int] = defaultdict(int)
-
-            def snapshot():
-                flops = {_op_name(k): v for k, v in counter.get_flop_counts().get("Global", {}).items()}
-                return flops, dict(ops.simt), dict(ops.calls)
-
-            def adjust(d_flops, d_simt, d_calls):
-                for k, v in d_flops.items():
-                    flop_adjust[k] += v
-                for k, v in d_simt.items():
-                    ops.simt[k] += v
-                for k, v in d_calls.items():
-                    ops.calls[k] += v
-
-            fmode.snapshot, fmode.adjust = snapshot, adjust
+            for t in state + input_tensors:
+                key.alias(t)
+            ops.sources = {**{key(t): "param" for t in state}, **{key(t): "input" for t in input_tensors}}
+            counter = FlopCounterMode(display=False, custom_mapping=flopcounter_formulas())
+            _connect_rnn_shortcut(fmode, counter, ops)
+            ops.counting = ops.masks.counting = True
             with counter, ops:
                 out = _forward(task, module, inputs, model)
-            fmode.snapshot = fmode.adjust = None
-            output_tensors = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
-            written = _StorageGroups()
-            for t in output_tensors:
-                written.add(t, "output")
+            fmode.snapshot = fmode.adjust = fmode.mark_read = None
+            outputs = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
+            written = Reads()
+            for t in outputs:
+                written.add_tensor(key(t), "output", t)
     finally:
         torch.nn.Module._apply = apply_was
         torch.backends.mkldnn.enabled = mkldnn_was
         torch.set_grad_enabled(grad_was)
+    return _Run(ops, counter, input_tensors, state, outputs, written, notes)
 
-    read = known.bytes_by_category()
-    extra = ops.extra.bytes_by_category()
-    input_bytes = read.get("input", 0)
-    param_bytes = read.get("param", 0) + extra.get("param", 0)
-    output_bytes = written.bytes_by_category().get("output", 0)
 
-    flop_by_op: dict[str, int] = defaultdict(int)
-    for k, v in counter.get_flop_counts().get("Global", {}).items():
-        flop_by_op[_op_name(k)] += int(v)
-    for k, v in flop_adjust.items():
-        flop_by_op[k] += v
-    by_op: dict[str, dict[str, int]] = {}
-    for name in set(ops.calls) | set(flop_by_op):
-        by_op[name] = {"calls": ops.calls.get(name, 0), "flops": flop_by_op.get(name, 0),
-                       "simt_flops": ops.simt.get(name, 0)}
-    by_op = dict(sorted(by_op.items(), key=lambda kv: (-kv[1]["flops"], -kv[1]["simt_flops"], kv[0])))
-
-    floating = sorted({_dtype_str(t.dtype) for t in input_tensors + state if t.is_floating_point()})
-    if not floating:
-        dtype_name, compute = None, None
-    elif len(floating) == 1:
-        dtype_name = compute = floating[0]
-    else:
-        dtype_name = "mixed"
-        compute = min(floating, key=lambda d: ROOF_ORDER.index(d) if d in ROOF_ORDER else len(ROOF_ORDER))
-
-    notes = []
+def _counts(task: Task, model: str, cast, run: _Run, seconds: float) -> Counts:
+    read = run.ops.reads.bytes_by_category()
+    input_bytes, param_bytes = read.get("input", 0), read.get("param", 0)
+    output_bytes = run.written.bytes_by_category().get("output", 0)
+    flopcounter = sum(int(v) for v in run.counter.get_flop_counts().get("Global", {}).values())
+    flopcounter += sum(run.ops.fc_adjust.values())
+    dtype_name, floating, compute = _dtypes(run.inputs + run.state)
+    notes = list(run.notes)
     if task.get_init_inputs_fn is None:
         notes.append("no get_init_inputs(): Model built without arguments")
     return Counts(
         task=task.name,
         path=str(task.path),
         model=model,
-        flops=int(sum(flop_by_op.values())),
-        simt_flops=int(sum(ops.simt.values())),
+        flops=int(sum(run.ops.flops.values())),
+        simt_flops=int(sum(run.ops.simt.values())),
         bytes=int(input_bytes + param_bytes + output_bytes),
         input_bytes=int(input_bytes),
         param_bytes=int(param_bytes),
@@ -630,12 +497,13 @@ def count_task(task_or_path: Task | str | os.PathLike, dtype=None, *, model: str
         dtypes=floating,
         compute_dtype=compute,
         cast=None if cast is None else str(cast),
-        inputs=[_describe_tensor(t) for t in input_tensors],
-        outputs=[_describe_tensor(t) for t in output_tensors],
-        by_op=by_op,
-        seconds=time.perf_counter() - t0,
+        inputs=[_describe_tensor(t) for t in run.inputs],
+        outputs=[_describe_tensor(t) for t in run.outputs],
+        by_op=_by_op(run.ops),
+        seconds=seconds,
         has_model_new=task.has_model_new,
-        notes=notes,
+        notes=notes + list(run.ops.masks.notes),
+        flops_flopcounter=int(flopcounter),
     )
 
 
@@ -685,17 +553,18 @@ def _make_fake_safe_apply(original):
     return _apply
 
 
-def _forward(task: Task, module, inputs: list, model: str):
-    from .loading import _describe_exception, _where
 
+def _forward(task: Task, module, inputs: list, model: str):
     try:
         return module(*inputs)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # SystemExit too: a task must not end a batch
-        reason = _unsupported(exc)
-        if reason is not None:
-            raise TaskError(f"{_where(task.path, exc)}: {reason}", kind="unsupported-op", path=task.path) from exc
+        failure = _fake_failure(exc)
+        if failure is not None:
+            what = f"{model}.forward()" if failure[0] == "it" else failure[0]
+            raise TaskError(f"{_where(task.path, exc)}: {what} cannot be counted without running it: {failure[1]}",
+                            kind="unsupported-op", path=task.path) from exc
         raise TaskError(
             f"{_where(task.path, exc)}: {model}.forward() failed: {_describe_exception(exc)}",
             kind="forward", path=task.path,

@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import UserError
 
-__all__ = ["Task", "TaskError", "load_task", "find_task_files"]
+__all__ = ["Task", "TaskError", "load_task", "find_task_files", "task_names"]
 
 # Monotonic counter for unique module names: two loads of the same file are two modules.
 _serial = itertools.count(1)
@@ -59,9 +59,26 @@ def _one_line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# Modules whose pip package has another name; for the rest the package is the module's name.
+_PIP_NAMES = {"cv2": "opencv-python", "sklearn": "scikit-learn", "PIL": "pillow", "yaml": "pyyaml",
+              "skimage": "scikit-image"}
+
+
+def _missing_module(exc: BaseException) -> str | None:
+    """"needs the Python module `m`, which is not installed: pip install m" for a missing import."""
+    name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    if not name:
+        return None
+    top = name.split(".")[0]
+    return f"needs the Python module `{top}`, which is not installed: pip install {_PIP_NAMES.get(top, top)}"
+
+
 def _describe_exception(exc: BaseException) -> str:
     if isinstance(exc, SystemExit):
         return f"called sys.exit({exc.code!r})"
+    missing = _missing_module(exc)
+    if missing:
+        return missing
     msg = _one_line(str(exc))
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
@@ -206,9 +223,8 @@ def load_task(path: str | os.PathLike) -> Task:
     except BaseException as exc:
         sys.modules.pop(name, None)
         kind = "exit" if isinstance(exc, SystemExit) else "import"
-        raise TaskError(
-            f"{_where(p, exc)}: loading failed: {_describe_exception(exc)}", kind=kind, path=p
-        ) from exc
+        what = _missing_module(exc) or f"loading failed: {_describe_exception(exc)}"
+        raise TaskError(f"{_where(p, exc)}: {what}", kind=kind, path=p) from exc
     finally:
         sys.path[:] = saved_path
     # Helper modules imported from the task's folder are the task's: forget them with it, so that a
@@ -267,16 +283,40 @@ def _check(p: Path, module: ModuleType, owned: list[str]) -> Task:
     )
 
 
+def _natural(path: Path) -> list:
+    # the way a person sorts: 2_x.py before 10_x.py, folder by folder
+    return [[int(s) if s.isdigit() else s.lower() for s in re.split(r"(\d+)", part)] for part in path.parts]
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith((".", "_"))
+
+
+def _task_folder(root: str, name: str) -> bool:
+    # not .git, __pycache__ or _private, and not a virtual environment's or an installed package's
+    return not _hidden(name) and name not in ("site-packages", "node_modules") and not (
+        Path(root, name, "pyvenv.cfg").exists())
+
+
 def find_task_files(folder: str | os.PathLike) -> list[Path]:
-    """The task files of a folder (e.g. a KernelBench level): ``*.py`` directly in it, sorted the way a
-    person would (``2_x.py`` before ``10_x.py``), skipping ``__init__.py`` and hidden/underscore files."""
+    """The task files of a folder (e.g. a KernelBench level), and of its sub-folders (KernelBench's
+    ``KernelBench/`` with ``level1/`` … inside): every ``*.py``, sorted the way a person would
+    (``2_x.py`` before ``10_x.py``), skipping ``__init__.py`` and hidden/underscore files and folders."""
     d = Path(folder)
-    files = [
-        f for f in d.iterdir()
-        if f.is_file() and f.suffix == ".py" and not f.name.startswith((".", "_"))
-    ]
+    files = []
+    for root, dirs, names in os.walk(d):
+        dirs[:] = [x for x in dirs if _task_folder(root, x)]
+        # Regular files only: a FIFO or device named x.py would block or never end when read.
+        files += [Path(root) / n for n in names
+                  if n.endswith(".py") and not _hidden(n) and (Path(root) / n).is_file()]
+    return sorted(files, key=lambda f: _natural(f.relative_to(d)))
 
-    def natural(f: Path):
-        return [int(s) if s.isdigit() else s.lower() for s in re.split(r"(\d+)", f.name)]
 
-    return sorted(files, key=natural)
+def task_names(paths: Sequence[str | os.PathLike]) -> list[str]:
+    """Names for the results of a batch: each file's path relative to the folder the batch shares,
+    without ``.py`` (``level1/19_ReLU``); for files of one folder, their stems, as before."""
+    if not paths:
+        return []
+    ps = [Path(p).absolute() for p in paths]
+    root = Path(os.path.commonpath([str(p.parent) for p in ps]))
+    return [p.relative_to(root).with_suffix("").as_posix() for p in ps]

@@ -1,0 +1,201 @@
+"""The dispatch mode that counts a forward pass: tensor-core FLOPs, SIMT FLOPs, and what it reads.
+
+Every aten op of the forward pass reaches :meth:`_OpCounter.__torch_dispatch__` (fake tensors: only
+shape functions run). It counts the op's FLOPs (``formulas``, with the pairs a mask keeps, see
+masks.py) or its SIMT work (one per output element), and records the regions of pre-existing
+storages (inputs, parameters, buffers, constants) that the op reads. While the model is built and
+the inputs are made (``counting`` off) it only follows values, so that a ``tril`` buffer made in the
+constructor is known as a mask in the forward pass.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Callable
+
+from .formulas import attention_flops
+from .masks import MaskTracker
+from .traffic import Reads, lookup_read
+
+__all__ = ["make_op_counter", "NO_ARITHMETIC"]
+
+# Ops that move or create data but compute nothing: no SIMT FLOPs. Views are recognised from their
+# schema (OpOverload.is_view) and need not be listed; matrix products are counted in `flops` instead.
+NO_ARITHMETIC = frozenset("""
+    clone copy copy_ _copy_from _copy_from_and_resize _to_copy to contiguous detach detach_ alias
+    lift lift_fresh lift_fresh_copy _unsafe_view view reshape _reshape_alias resize_ resize_as_ set_
+    empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros ones
+    ones_like new_ones full full_like new_full fill fill_ zero_ scalar_tensor arange linspace logspace
+    eye rand rand_like randn randn_like randint randint_like randperm normal normal_ uniform_
+    bernoulli bernoulli_ exponential_ random_ geometric_ cauchy_ log_normal_ tril_indices triu_indices
+    cat stack hstack vstack constant_pad_nd reflection_pad1d reflection_pad2d reflection_pad3d
+    replication_pad1d replication_pad2d replication_pad3d repeat repeat_interleave flip roll index
+    index_select gather embedding take narrow_copy slice_scatter select_scatter as_strided_scatter
+    diagonal_scatter index_put index_put_ split_with_sizes_copy unbind_copy pixel_shuffle
+    pixel_unshuffle channel_shuffle native_channel_shuffle im2col _local_scalar_dense item
+    sym_size sym_stride sym_numel sym_storage_offset _assert_async _assert_tensor_metadata
+    _functional_assert_async _assert_scalar set_grad_enabled record_stream
+""".split())
+
+# Ops that read only their arguments' shapes, never their data (lift_fresh_copy: see _LIFTS).
+_METADATA_ONLY = frozenset("""
+    empty_like zeros_like ones_like full_like rand_like randn_like randint_like new_empty
+    new_empty_strided new_zeros new_ones new_full resize_ resize_as_ _assert_tensor_metadata
+    record_stream lift_fresh_copy
+""".split())
+
+# In-place ops that overwrite their first argument without reading it.
+_WRITE_ONLY_SELF = frozenset("""
+    copy_ fill_ zero_ normal_ uniform_ random_ bernoulli_ exponential_ geometric_ cauchy_ log_normal_
+    masked_fill_ index_fill_ index_copy_ index_put_ scatter_ masked_scatter_ set_
+""".split())
+
+# Lookups read the rows their indices name, not the whole table (``traffic.lookup_read``).
+_LOOKUPS = frozenset({"embedding", "index_select", "gather", "take", "index", "_embedding_bag", "embedding_bag"})
+
+# Attention kernels: (query, key, value) first; where is_causal is, and the mask argument (an index
+# or a keyword).
+ATTENTION = {
+    "_scaled_dot_product_flash_attention_for_cpu": (4, "attn_mask"),
+    "_scaled_dot_product_flash_attention": (4, None),
+    "_scaled_dot_product_efficient_attention": (6, 3),
+    "_scaled_dot_product_cudnn_attention": (6, 3),
+}
+
+
+# Ops that return their input's storage under another shape without being views by their schema.
+_ALIASES = frozenset({"_unsafe_view", "_reshape_alias"})
+# A literal that Python made in forward (torch.tensor(0.0)) enters as lift_fresh: made, not read.
+_LIFTS = frozenset({"lift_fresh", "lift_fresh_copy"})
+
+
+def _lookup_elements(name: str, args: tuple, out) -> int:
+    """Elements a lookup reads from its table: one per output element, but a bag reads a row per index."""
+    if name in ("_embedding_bag", "embedding_bag"):
+        table, indices = args[0], args[1]
+        return indices.numel() * (table.numel() // max(1, int(table.shape[0])))
+    return out.numel()
+
+
+def make_op_counter(formulas: dict, key: Callable[[Any], int]):
+    """Build the TorchDispatchMode (defined lazily: torch is imported only when counting).
+
+    ``formulas``: packet -> f(args, kwargs, out), the tensor-core FLOPs of an op; ``key``: a tensor's
+    storage identity. Set ``sources`` (storage -> "input" or "param") and ``counting`` before forward."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    Tensor = torch.Tensor
+
+    class _OpCounter(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.counting = False
+            self.sources: dict[int, str] = {}
+            self.calls: dict[str, int] = defaultdict(int)
+            self.flops: dict[str, int] = defaultdict(int)
+            self.simt: dict[str, int] = defaultdict(int)
+            self.produced: set[int] = set()
+            self.reads = Reads()
+            self.masks = MaskTracker(key, self.adjust)
+
+        def adjust(self, bucket: str, op: str, delta: int) -> None:
+            (self.flops if bucket == "flops" else self.simt)[op] += delta
+
+        def mark_read(self, t) -> None:
+            """``t`` is read in full (the RNN shortcut runs on a part of it)."""
+            if isinstance(t, Tensor):
+                self._read(t)
+
+        def _read(self, t, read=None) -> None:
+            k = key(t)
+            if k in self.produced:
+                return
+            category = "input" if self.sources.get(k) == "input" else "param"
+            if read is None:
+                self.reads.add_tensor(k, category, t)
+            else:
+                self.reads.add(k, category, read, int(t.untyped_storage().nbytes()))
+
+        def _note_reads(self, name: str, args: tuple, kwargs: dict, out) -> None:
+            if name in _METADATA_ONLY:
+                return
+            tensors = [a for a in tree_leaves((args, kwargs)) if isinstance(a, Tensor)]
+            if name in _WRITE_ONLY_SELF and args and isinstance(args[0], Tensor):
+                tensors = tensors[1:]
+            if name in _LOOKUPS and args and isinstance(args[0], Tensor) and tensors and tensors[0] is args[0]:
+                table = tensors.pop(0)
+                self._read(table, lookup_read(table, _lookup_elements(name, args, out) * table.element_size()))
+            for t in tensors:
+                self._read(t)
+
+        def _mark_produced(self, out) -> None:
+            for o in tree_leaves(out):
+                if isinstance(o, Tensor):
+                    k = key(o)
+                    if k not in self.sources and k not in self.reads.category:
+                        self.produced.add(k)
+
+        def _attention(self, name: str, args: tuple, kwargs: dict) -> int:
+            causal_at, mask_at = ATTENTION[name]
+            q, k, v = args[0], args[1], args[2]
+            causal = bool(args[causal_at]) if len(args) > causal_at else bool(kwargs.get("is_causal", False))
+            if isinstance(mask_at, int):
+                mask = args[mask_at] if len(args) > mask_at else kwargs.get("attn_bias")
+            else:
+                mask = kwargs.get(mask_at) if mask_at else None
+            pairs = self.masks.attention_pairs(q, k, causal, mask if isinstance(mask, Tensor) else None)
+            self.simt[name] += int(torch.Size(q.shape[:-2]).numel()) * pairs  # the softmax, per kept score
+            return attention_flops(q, k, v, pairs)
+
+        def _work(self, func, name: str, args: tuple, kwargs: dict, first) -> tuple[str | None, int]:
+            packet = func._overloadpacket
+            if name in ATTENTION:
+                return "flops", self._attention(name, args, kwargs)
+            if packet in formulas:
+                flops = int(formulas[packet](args, kwargs, first))
+                fraction = self.masks.matmul_fraction(name, args)
+                if fraction is not None:
+                    flops = flops * fraction[0] // fraction[1]
+                    self.masks.note(f"{name}: an operand that the mask zeroed keeps {fraction[0]} of "
+                                    f"{fraction[1]} entries per matrix: only their multiply-adds are counted")
+                return "flops", flops
+            if name in NO_ARITHMETIC:
+                return None, 0
+            return "simt", first.numel()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func.namespace == "prim":  # prim.device, prim.layout: metadata queries
+                return func(*args, **kwargs)
+            # Under torch.inference_mode (a task may decorate forward with it) composite ops such as
+            # aten.matmul or aten.linear reach this mode whole, not decomposed into mm/addmm as they
+            # are otherwise. Decompose them here, as FlopCounterMode does, so that the same ops are
+            # seen (and a matmul is not counted as SIMT work) either way.
+            with self:
+                decomposed = func.decompose(*args, **kwargs)
+            if decomposed is not NotImplemented:
+                return decomposed
+            name = func._overloadpacket.__name__
+            is_view = func.is_view or name in _ALIASES
+            pre = None if is_view else self.masks.before(name, args)
+            out = func(*args, **kwargs)
+            first = next((o for o in tree_leaves(out) if isinstance(o, Tensor)), None)
+            if self.counting:
+                self.calls[name] += 1
+                if not is_view:
+                    self._note_reads(name, args, kwargs, first)
+                if not is_view or name in _LIFTS:
+                    self._mark_produced(out)
+            if first is None or is_view:
+                return out  # a view shares its base's storage, and what is known about it
+            if not self.counting:
+                self.masks.after(name, args, kwargs, first, pre)
+                return out
+            bucket, work = self._work(func, name, args, kwargs, first)
+            kept = self.masks.after(name, args, kwargs, first, pre, work, bucket)
+            if bucket is not None:
+                (self.flops if bucket == "flops" else self.simt)[name] += kept
+            return out
+
+    return _OpCounter()
