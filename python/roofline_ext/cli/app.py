@@ -15,7 +15,7 @@ import sys
 from ..errors import RooflineError
 
 # Order here is the order in --help.
-COMMANDS = ("info", "peaks", "analyze", "calibrate")
+COMMANDS = ("info", "peaks", "analyze", "calibrate", "check", "fleet", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:
