@@ -48,5 +48,13 @@ def write_output(path: Path, text: str) -> None:
     """Atomically replace the (already checked) ``path`` with ``text``."""
     try:
         write_atomic(path, text)
+        # The temporary file was private (0600); the result is an ordinary file of the user's.
+        os.chmod(path, 0o666 & ~_umask())
     except OSError as exc:
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
