@@ -134,8 +134,8 @@ std::uint64_t count_mismatches(const std::uint32_t* w, std::uint64_t n, std::uin
   return bad;
 }
 
-std::size_t copy_bytes(std::size_t bytes, HostLinkFault fault) {
-  return fault == HostLinkFault::Short ? bytes - (bytes / 16 / 16) * 16 : bytes;
+std::size_t copy_bytes(std::size_t bytes, bool short_copy) {
+  return short_copy ? bytes - (bytes / 16 / 16) * 16 : bytes;
 }
 
 HostLinkResult time_h2d(int device, const Stream& stream, const DeviceBuffer& dev, const PinnedBuffer& host,
@@ -143,7 +143,7 @@ HostLinkResult time_h2d(int device, const Stream& stream, const DeviceBuffer& de
   const std::uint64_t nwords = bytes / 4;
   const std::uint32_t expected = fill_host(host.words(), nwords, seed);
   CUDA_CHECK(cudaMemsetAsync(dev.get(), 0xFF, bytes, stream.get()));
-  const std::size_t n = copy_bytes(bytes, fault);
+  const std::size_t n = copy_bytes(bytes, fault == HostLinkFault::Short);
   HostLinkResult r;
   r.direction = "h2d";
   r.timing = time_launches(stream.get(), warmup, reps, [&](cudaStream_t s) {
@@ -170,7 +170,7 @@ HostLinkResult time_d2h(int device, const Stream& stream, const DeviceBuffer& de
   CUDA_CHECK_LAUNCH();
   stream.synchronize();
   std::memset(host.get(), 0xFF, bytes);
-  const std::size_t n = copy_bytes(bytes, fault);
+  const std::size_t n = copy_bytes(bytes, fault != HostLinkFault::None);
   HostLinkResult r;
   r.direction = "d2h";
   r.timing = time_launches(stream.get(), warmup, reps, [&](cudaStream_t s) {
@@ -189,7 +189,8 @@ HostLinkResult time_d2h(int device, const Stream& stream, const DeviceBuffer& de
 HostLinkFault parse_hostlink_fault(const std::string& name) {
   if (name == "none") return HostLinkFault::None;
   if (name == "short") return HostLinkFault::Short;
-  throw std::invalid_argument("unknown host-link fault '" + name + "' (none, short)");
+  if (name == "short_d2h") return HostLinkFault::ShortD2H;
+  throw std::invalid_argument("unknown host-link fault '" + name + "' (none, short, short_d2h)");
 }
 
 std::vector<HostLinkResult> run_hostlink(int device, std::size_t bytes, int reps, int warmup,

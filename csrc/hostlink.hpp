@@ -18,7 +18,8 @@ namespace roofline {
 // Deliberate faults, so tests can prove that verification fails loudly. Never used to measure.
 enum class HostLinkFault {
   None,
-  Short,  // every copy moves 15/16 of the buffer: the tail keeps its poison
+  Short,     // every copy moves 15/16 of the buffer: the tail keeps its poison (h2d fails first)
+  ShortD2H,  // only the device-to-host copies are short, so the host-side comparison is what fails
 };
 HostLinkFault parse_hostlink_fault(const std::string& name);
 

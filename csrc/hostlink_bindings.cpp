@@ -58,8 +58,8 @@ void bind_hostlink(py::module_& m) {
       py::arg("seed") = 12345u, py::arg("fault") = "none",
       "Time pinned host-to-device, then device-to-host cudaMemcpyAsync copies of `bytes` (a multiple "
       "of 16), one copy per CUDA-event pair, and verify every word that arrived. Returns "
-      "[h2d dict, d2h dict]. fault='short' copies 15/16 of the buffer so tests can prove that "
-      "verification raises.");
+      "[h2d dict, d2h dict]. fault='short' (both directions) or 'short_d2h' copies 15/16 of the buffer "
+      "so tests can prove that verification raises.");
 }
 
 }  // namespace roofline
