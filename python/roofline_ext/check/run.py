@@ -273,6 +273,9 @@ def run_check(device: str | int = "0", *, tolerances: Mapping[str, float] | None
         return CheckReport(Verdict.UNKNOWN, f"no GPU can be checked here: {avail.message}", (), avail.to_dict(),
                            _now(), backend.package_version(), wall_s=round(time.monotonic() - t0, 3), no_gpu=True)
     devices = tuple(check_device(backend, d, tolerances, progress) for d in _select(backend, device))
+    if not devices:
+        return CheckReport(Verdict.UNKNOWN, "no CUDA device here can be measured", (), avail.to_dict(), _now(),
+                           backend.package_version(), wall_s=round(time.monotonic() - t0, 3), no_gpu=True)
     verdict = worst(d.verdict for d in devices)
     reason = ("every GPU passed" if verdict is Verdict.PASS else
               "; ".join(f"GPU {d.index}: {d.reason}" for d in devices if d.verdict is verdict))
