@@ -207,8 +207,10 @@ def test_pcie_link_is_read_after_the_copies():
     r = _check(b)
     item = next(s for s in r.devices[0].state if s.key == "pcie_link")
     assert item.verdict is Verdict.WARN and "gen 4 x16, below the gen 5 x16" in item.reason
-    # The host-link reference follows the link that is there: 85% of gen 4 x16 (31.5 GB/s).
-    assert r.devices[0].metric("h2d").comparison("reference").expected == pytest.approx(0.85 * 31.5077, rel=1e-3)
+    # The host-link reference is the link as it should be, 85% of gen 5 x16, not of the gen 4 it trained to.
+    assert r.devices[0].metric("h2d").comparison("reference").expected == pytest.approx(0.85 * 63.015, rel=1e-3)
+    b.figures[0]["h2d"] = 26.0  # what a gen 4 link delivers: far below the healthy link's reference
+    assert _check(b).devices[0].metric("h2d").verdict is Verdict.FAIL
 
 
 def test_our_own_process_is_not_another_process():

@@ -147,6 +147,16 @@ def _positive(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
 
 
+def healthy_link_gbps(link: Any) -> float | None:
+    """The rate the host link should have: a PCIe link at the most both ends support (so a link that
+    trained down shows in the h2d/d2h verdicts too, not only in the state), else the link as it is."""
+    from ..peaks.hostlink import pcie_gbps
+
+    if link.kind == "pcie":
+        return pcie_gbps(link.max_gen or link.gen, link.max_width or link.width) or link.theoretical_gbps
+    return link.theoretical_gbps
+
+
 def reference_value(ref: Any, metric: str, link_gbps: float | None) -> float | None:
     if metric in ("h2d", "d2h"):
         return link_gbps * HOSTLINK_FRACTION if link_gbps else None
@@ -198,8 +208,10 @@ def _judge(metric: str, got: Measured | tuple[Verdict, str], cal: Mapping[str, A
     if isinstance(got, tuple):
         return failed_metric(metric, label, unit, got[0], got[1])
     expectations = {"calibration": calibrated_value(cal, metric), "reference": reference_value(ref, metric, link_gbps)}
+    # The clocks, power and reasons the figure was reached at go with it: they explain a low one.
+    detail = {**dict(got.detail), "telemetry": dict(got.telemetry) if got.telemetry else None}
     return judge_metric(metric, label, unit, got.value, got.cv, expectations,
-                        float(tolerances.get(metric, DEFAULT_TOLERANCES[metric])), got.detail,
+                        float(tolerances.get(metric, DEFAULT_TOLERANCES[metric])), detail,
                         _missing(cal, ref, metric))
 
 
@@ -227,7 +239,7 @@ def check_device(backend: CheckBackend, dev: Any, tolerances: Mapping[str, float
         got[metric] = _measure_one(backend, dev.index, metric, setup)
     end = backend.health(dev)  # the link as the copies left it trained, the counters after the work
     link = link_of(end if not end.error else start, dev.name)
-    metrics = tuple(_judge(m, g, cal, ref, link.theoretical_gbps, tolerances) for m, g in got.items())
+    metrics = tuple(_judge(m, g, cal, ref, healthy_link_gbps(link), tolerances) for m, g in got.items())
     telemetry = {m: g.telemetry for m, g in got.items() if isinstance(g, Measured)}
     state = tuple(state_items(start, end, link, telemetry, cal))
     verdict = worst([m.verdict for m in metrics] + [s.verdict for s in state])
