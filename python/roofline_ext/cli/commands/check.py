@@ -12,8 +12,6 @@ import json
 import sys
 from typing import Any, Mapping
 
-from ...errors import UserError
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -95,5 +93,3 @@ def run(args: argparse.Namespace) -> int:
         _print(doc)
     return report.exit_code
 
-
-__all__ = ["register", "run", "UserError"]
