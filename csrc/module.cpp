@@ -201,9 +201,11 @@ PYBIND11_MODULE(_core, m) {
   m.attr("CUDA_COMPILED") = bool(ROOFLINE_HAVE_CUDA);
   roofline::bind_identity(m);
   roofline::bind_telemetry(m);
+  roofline::bind_health(m);
 #if ROOFLINE_HAVE_CUDA
   roofline::bind_bandwidth(m);
   roofline::bind_compute(m);
   roofline::bind_smem(m);
+  roofline::bind_hostlink(m);
 #endif
 }

@@ -57,7 +57,27 @@ struct Api {
   Return (*procs)(Device, unsigned*, void*) = nullptr;
   Return (*pcie_gen)(Device, unsigned*) = nullptr;
   Return (*pcie_width)(Device, unsigned*) = nullptr;
+  // Health (health_info): every one optional, older drivers and boards lack some.
+  Return (*ecc_errors)(Device, int, int, unsigned long long*) = nullptr;
+  Return (*retired_pages)(Device, int, unsigned*, unsigned long long*) = nullptr;
+  Return (*retired_pending)(Device, int*) = nullptr;
+  Return (*remapped_rows)(Device, unsigned*, unsigned*, unsigned*, unsigned*) = nullptr;
+  Return (*pcie_max_gen)(Device, unsigned*) = nullptr;
+  Return (*pcie_max_width)(Device, unsigned*) = nullptr;
+  Return (*pcie_gpu_max_gen)(Device, unsigned*) = nullptr;
+  Return (*pcie_replays)(Device, unsigned*) = nullptr;
+  Return (*c2c_mode)(Device, unsigned*) = nullptr;  // nvmlC2cModeInfo_v1_t is one unsigned
+  Return (*temp_threshold)(Device, int, unsigned*) = nullptr;
 };
+
+// nvmlProcessInfo_t as the _v2 and _v3 process queries fill it (the only ones resolved below).
+struct ProcessInfo {
+  unsigned pid;
+  unsigned long long used_gpu_memory;
+  unsigned gpu_instance_id, compute_instance_id;
+};
+// NVML_VALUE_NOT_AVAILABLE for an unsigned long long: the driver hides the process's memory.
+constexpr unsigned long long kValueNotAvailable = ~0ull;
 
 const char* return_name(Return r) {
   switch (r) {
@@ -134,6 +154,16 @@ void load() {
   resolve(lib, a.procs, {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"});
   resolve(lib, a.pcie_gen, {"nvmlDeviceGetCurrPcieLinkGeneration"});
   resolve(lib, a.pcie_width, {"nvmlDeviceGetCurrPcieLinkWidth"});
+  resolve(lib, a.ecc_errors, {"nvmlDeviceGetTotalEccErrors"});
+  resolve(lib, a.retired_pages, {"nvmlDeviceGetRetiredPages"});
+  resolve(lib, a.retired_pending, {"nvmlDeviceGetRetiredPagesPendingStatus"});
+  resolve(lib, a.remapped_rows, {"nvmlDeviceGetRemappedRows"});
+  resolve(lib, a.pcie_max_gen, {"nvmlDeviceGetMaxPcieLinkGeneration"});
+  resolve(lib, a.pcie_max_width, {"nvmlDeviceGetMaxPcieLinkWidth"});
+  resolve(lib, a.pcie_gpu_max_gen, {"nvmlDeviceGetGpuMaxPcieLinkGeneration"});
+  resolve(lib, a.pcie_replays, {"nvmlDeviceGetPcieReplayCounter"});
+  resolve(lib, a.c2c_mode, {"nvmlDeviceGetC2cModeInfoV"});
+  resolve(lib, a.temp_threshold, {"nvmlDeviceGetTemperatureThreshold"});
   if (!a.init || !a.count || !a.by_index || !a.name || !a.uuid || !a.pci || !a.error_string) {
     g_failure.emplace(13, "NVML_ERROR_FUNCTION_NOT_FOUND",
                       "libnvidia-ml.so.1 lacks required entry points (driver too old?)");
@@ -310,6 +340,102 @@ DeviceInfo device_info(Device d, unsigned index) {
   r.pcie_gen = query<unsigned>(a.pcie_gen, d);
   r.pcie_width = query<unsigned>(a.pcie_width, d);
   return r;
+}
+
+namespace {
+
+// nvmlMemoryErrorType_t x nvmlEccCounterType_t.
+constexpr int kCorrected = 0, kUncorrected = 1, kVolatile = 0, kAggregate = 1;
+// nvmlPageRetirementCause_t.
+constexpr int kMultipleSbe = 0, kDbe = 1;
+// nvmlTemperatureThresholds_t.
+constexpr int kThresholdShutdown = 0, kThresholdSlowdown = 1, kThresholdGpuMax = 3;
+
+// Count-only query of retired pages: pageCount = 0 returns SUCCESS (none) or INSUFFICIENT_SIZE with
+// the count, so no address buffer is needed.
+std::optional<unsigned> retired_count(Device d, int cause) {
+  if (!g_api.retired_pages) return std::nullopt;
+  unsigned n = 0;
+  Return rc = g_api.retired_pages(d, cause, &n, nullptr);
+  if (rc == kSuccess || rc == kInsufficientSize) return n;
+  return std::nullopt;
+}
+
+void fill_ecc(Device d, HealthInfo& h) {
+  const Api& a = g_api;
+  h.ecc_corrected_volatile = query<unsigned long long>(a.ecc_errors, d, kCorrected, kVolatile);
+  h.ecc_uncorrected_volatile = query<unsigned long long>(a.ecc_errors, d, kUncorrected, kVolatile);
+  h.ecc_corrected_aggregate = query<unsigned long long>(a.ecc_errors, d, kCorrected, kAggregate);
+  h.ecc_uncorrected_aggregate = query<unsigned long long>(a.ecc_errors, d, kUncorrected, kAggregate);
+  h.retired_pages_dbe = retired_count(d, kDbe);
+  h.retired_pages_sbe = retired_count(d, kMultipleSbe);
+  if (auto p = query<int>(a.retired_pending, d)) h.retired_pages_pending = *p != 0;
+  if (a.remapped_rows) {
+    unsigned corr = 0, unc = 0, pending = 0, failure = 0;
+    if (a.remapped_rows(d, &corr, &unc, &pending, &failure) == kSuccess) {
+      h.remapped_rows_correctable = corr;
+      h.remapped_rows_uncorrectable = unc;
+      h.remap_pending = pending != 0;
+      h.remap_failure = failure != 0;
+    }
+  }
+}
+
+void fill_link(Device d, HealthInfo& h) {
+  const Api& a = g_api;
+  h.pcie_gen = query<unsigned>(a.pcie_gen, d);
+  h.pcie_width = query<unsigned>(a.pcie_width, d);
+  h.pcie_max_gen = query<unsigned>(a.pcie_max_gen, d);
+  h.pcie_max_width = query<unsigned>(a.pcie_max_width, d);
+  h.pcie_gpu_max_gen = query<unsigned>(a.pcie_gpu_max_gen, d);
+  h.pcie_replay_counter = query<unsigned>(a.pcie_replays, d);
+  if (auto c = query<unsigned>(a.c2c_mode, d)) h.c2c_enabled = *c != 0;
+}
+
+void fill_temperature(Device d, HealthInfo& h) {
+  const Api& a = g_api;
+  h.temperature_c = query<unsigned>(a.temperature, d, 0 /* NVML_TEMPERATURE_GPU */);
+  h.temperature_slowdown_c = query<unsigned>(a.temp_threshold, d, kThresholdSlowdown);
+  h.temperature_shutdown_c = query<unsigned>(a.temp_threshold, d, kThresholdShutdown);
+  h.temperature_gpu_max_c = query<unsigned>(a.temp_threshold, d, kThresholdGpuMax);
+}
+
+// Every compute process with its memory. Sized from a count-only call, with room for processes
+// that start between the two calls; a third size mismatch gives up (empty) rather than loop.
+std::optional<std::vector<HealthInfo::Process>> compute_processes(Device d) {
+  if (!g_api.procs) return std::nullopt;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    unsigned n = 0;
+    Return rc = g_api.procs(d, &n, nullptr);
+    if (rc == kSuccess) return std::vector<HealthInfo::Process>{};
+    if (rc != kInsufficientSize) return std::nullopt;
+    unsigned cap = n * 2 + 4;
+    std::vector<ProcessInfo> raw(cap);
+    rc = g_api.procs(d, &cap, raw.data());
+    if (rc == kInsufficientSize) continue;
+    if (rc != kSuccess) return std::nullopt;
+    std::vector<HealthInfo::Process> out;
+    for (unsigned i = 0; i < cap && i < raw.size(); ++i) {
+      HealthInfo::Process p;
+      p.pid = raw[i].pid;
+      if (raw[i].used_gpu_memory != kValueNotAvailable) p.used_bytes = raw[i].used_gpu_memory;
+      out.push_back(p);
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+HealthInfo health_info(Device d) {
+  ensure_initialized();
+  HealthInfo h;
+  fill_ecc(d, h);
+  fill_link(d, h);
+  fill_temperature(d, h);
+  h.compute_processes = compute_processes(d);
+  return h;
 }
 
 std::vector<DeviceInfo> devices() {

@@ -64,6 +64,39 @@ struct MemoryInfo {
   std::uint64_t total = 0, free = 0, used = 0;
 };
 
+// What explains a slow or failing card beyond clocks: memory errors, retired/remapped memory, the
+// PCIe link against its maximum, temperature thresholds, and who else computes on it. Each field
+// is empty where the board, the driver or the permissions do not report it.
+struct HealthInfo {
+  // ECC error counters (nvmlDeviceGetTotalEccErrors): volatile since the last driver load,
+  // aggregate over the board's life.
+  std::optional<std::uint64_t> ecc_corrected_volatile, ecc_uncorrected_volatile;
+  std::optional<std::uint64_t> ecc_corrected_aggregate, ecc_uncorrected_aggregate;
+  // Page retirement (up to Volta/Turing): pages retired for double-bit errors and for repeated
+  // single-bit errors, and whether a retirement waits for the next reset.
+  std::optional<unsigned> retired_pages_dbe, retired_pages_sbe;
+  std::optional<bool> retired_pages_pending;
+  // Row remapping (Ampere and later): rows remapped for correctable / uncorrectable errors, a remap
+  // pending the next reset, and whether a remap failed (the bank had no spare row left).
+  std::optional<unsigned> remapped_rows_correctable, remapped_rows_uncorrectable;
+  std::optional<bool> remap_pending, remap_failure;
+  // PCIe: current link, the most the link can train to (GPU and slot together), the GPU's own
+  // maximum, and the replay counter (link-level retransmissions, a sign of a marginal link).
+  std::optional<unsigned> pcie_gen, pcie_width, pcie_max_gen, pcie_max_width, pcie_gpu_max_gen;
+  std::optional<unsigned> pcie_replay_counter;
+  // NVLink-C2C (Grace Hopper / Grace Blackwell): whether the host link is C2C rather than PCIe.
+  std::optional<bool> c2c_enabled;
+  std::optional<unsigned> temperature_c, temperature_slowdown_c, temperature_shutdown_c;
+  std::optional<unsigned> temperature_gpu_max_c;
+  // Processes holding a compute context now, with the device memory each uses (bytes; empty when
+  // the driver hides it, e.g. inside some containers).
+  struct Process {
+    unsigned pid = 0;
+    std::optional<std::uint64_t> used_bytes;
+  };
+  std::optional<std::vector<Process>> compute_processes;
+};
+
 // Loads the library and calls nvmlInit_v2 once; throws NvmlError (code -1 when the library itself
 // could not be loaded) with the reason.
 void ensure_initialized();
@@ -79,6 +112,9 @@ std::optional<MemoryInfo> memory_info(Device d);
 // nvmlDeviceGetMigMode's current mode (1 = enabled); nullopt when unsupported.
 std::optional<unsigned> mig_mode(Device d);
 DeviceInfo device_info(Device d, unsigned index);
+// Never throws for an unsupported query (that field stays empty); throws NvmlError only when NVML
+// itself is unusable.
+HealthInfo health_info(Device d);
 Sample sample(Device d);
 
 }  // namespace roofline::nvml

@@ -18,7 +18,7 @@ PKG = Path(__file__).resolve().parents[1] / "python" / "roofline_ext"
 #: Lowest first. Modules at the package root that are not listed belong to no layer (rank 0).
 RANKS = {
     "errors": 0, "_version": 0, "_core": 0,
-    "peaks": 1, "device": 2, "measure": 3, "calibration": 4, "tasks": 5, "model": 6,
+    "peaks": 1, "device": 2, "measure": 3, "calibration": 4, "check": 4.5, "tasks": 5, "model": 6,
     "report": 7, "runner": 8, "cli": 9,
 }
 

@@ -48,6 +48,15 @@ def nvml_device_by_pci_bus_id(pci_bus_id: str) -> dict[str, Any]: ...
 # Names of the clock-event (throttle) reason bits set in mask ('unknown_0x...' for others).
 def reason_names(mask: int) -> list[str]: ...
 
+# NVML health of one GPU by PCI bus id (always present; csrc/health_bindings.cpp). Keys (None where
+# not reported): ecc_{corrected,uncorrected}_{volatile,aggregate}, retired_pages_dbe,
+# retired_pages_sbe, retired_pages_pending, remapped_rows_correctable, remapped_rows_uncorrectable,
+# remap_pending, remap_failure, pcie_gen, pcie_width, pcie_max_gen, pcie_max_width,
+# pcie_gpu_max_gen, pcie_replay_counter, c2c_enabled, temperature_c, temperature_slowdown_c,
+# temperature_shutdown_c, temperature_gpu_max_c, compute_processes ([{'pid', 'used_bytes'}]).
+# Raises NvmlError.
+def nvml_health(pci_bus_id: str) -> dict[str, Any]: ...
+
 # Telemetry (always present) -----------------------------------------------------------------
 
 # NVML sampler thread for one GPU, found by PCI bus id. Raises NvmlError when NVML cannot serve it.
@@ -193,3 +202,17 @@ def compute_run(
     swizzle: int = -1,
     a_from_registers: int = -1,
 ) -> dict[str, Any]: ...
+
+# Pinned host->device then device->host cudaMemcpyAsync copies of `bytes` (a multiple of 16, >= 256),
+# one per CUDA-event pair, every word verified (h2d: device checksum; d2h: host comparison). Returns
+# [h2d, d2h] dicts: direction, bytes, warmup, seed, reps, times_ms, median_ms, best_ms, mean_ms,
+# worst_ms, cv, verification {method, checked_words, expected/observed | mismatches, passed}.
+# fault: "none" | "short" | "short_d2h". Raises VerificationError, CudaError.
+def hostlink_run(
+    device: int,
+    bytes: int,
+    reps: int = 20,
+    warmup: int = 3,
+    seed: int = 12345,
+    fault: str = "none",
+) -> list[dict[str, Any]]: ...

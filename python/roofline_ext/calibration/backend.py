@@ -96,6 +96,12 @@ class NativeBackend:
                                    progress=progress)
         return measure_compute(device, precisions=(precision,), progress=progress)
 
+    def measure_hostlink(self, device: int, *, quick: bool) -> Any:
+        """Pinned h2d and d2h copy bandwidth (measure/hostlink.py), fewer repetitions when quick."""
+        from ..measure.hostlink import DEFAULT_REPS, measure_hostlink
+
+        return measure_hostlink(device, reps=10 if quick else DEFAULT_REPS)
+
     def sustained_runner(self, device: int, family: str, burst: Mapping[str, Any], dev: Any) -> Callable[[int], Any]:
         """``run_once(reps) -> figure`` for one unit family: the burst winner's kernel and configuration,
         called with the measurement modules' own functions (so every call is verified again)."""

@@ -319,6 +319,7 @@ class _Run:
     unsupported: dict[str, str] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=lambda: {"bandwidth": None, "compute": {}})
     trust: list[str] = field(default_factory=list)
+    hostlink: dict[str, Any] | None = None
 
 
 def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFAULT_SUSTAINED_S,
@@ -345,7 +346,9 @@ def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFA
     # Rough seconds per step, only for the progress bar.
     weights = {"bw": 3.0 if quick else 14.0, "prec": 1.5 if quick else 3.0, "sus": float(sustained_s) + 2.0,
                "smem": 0.0 if quick else 1.0}
-    total = weights["bw"] + weights["smem"] + weights["prec"] * len(precs) + weights["sus"] * len(families)
+    weights["link"] = 1.0 if hasattr(backend, "measure_hostlink") else 0.0
+    total = (weights["bw"] + weights["smem"] + weights["link"] + weights["prec"] * len(precs)
+             + weights["sus"] * len(families))
     run = _Run(backend, device, dev, lookup(dev.name), quick,
                _Steps(progress, total, prefix=f"{'quick' if quick else 'full'} calibration: "), weights)
     run.trust = start_warnings(dev, state)
@@ -369,6 +372,7 @@ def _burst(run: _Run, precs: Sequence[str]) -> None:
     run.entries.update(_bandwidth_entries(bw, run.dev, run.sheet))
     if not run.quick:
         _smem(run)
+    _hostlink(run)
     for prec in precs:
         with run.steps.step(f"{short_label(prec)} throughput", run.weights["prec"]) as update:
             comp = run.backend.measure_compute(run.device, prec, quick=run.quick,
@@ -388,6 +392,29 @@ def _smem(run: _Run) -> None:
         r = measure(run.device, quick=run.quick)
     run.raw["smem"] = r
     run.entries["smem"] = _smem_entry(r)
+
+
+def hostlink_entries(link: Any) -> dict[str, Any]:
+    """The calibration's ``hostlink`` section from a ``measure.hostlink.HostLinkResult``: one entry per
+    direction (value in GB/s, best, CV, the link's theoretical rate and the fraction of it) and the link."""
+    out: dict[str, Any] = {"link": link.link.to_dict(), "warnings": list(link.warnings)}
+    for name, label in (("h2d", "host to device"), ("d2h", "device to host")):
+        d = link.direction(name)
+        out[name] = {"label": label, "unit": "GB/s", "value": d.gbps_median, "best": d.gbps_best, "cv": d.cv,
+                     "bytes": d.bytes, "reps": d.reps, "pinned": True, "verification": d.verification,
+                     "theoretical": d.theoretical_gbps, "fraction_of_theoretical": d.fraction_of_theoretical}
+    return out
+
+
+def _hostlink(run: _Run) -> None:
+    """Pinned host<->device copy bandwidth, when the backend measures it (test fakes may not)."""
+    measure = getattr(run.backend, "measure_hostlink", None)
+    if measure is None:
+        return
+    with run.steps.step("host-link bandwidth", run.weights["link"]):
+        link = measure(run.device, quick=run.quick)
+    run.hostlink = hostlink_entries(link)
+    run.trust += [f"host link: {w}" for w in link.warnings]
 
 
 def _sustained_phase(run: _Run, families: Sequence[str], seconds: float) -> dict[str, Any]:
@@ -451,6 +478,8 @@ def _document(run: _Run, avail: Any, state: dict[str, Any], end_state: dict[str,
         "burst": {"entries": {k: run.entries[k] for k in ENTRY_KEYS + EXTRA_ENTRY_KEYS if k in run.entries},
                   "unsupported": run.unsupported},
         "sustained": sustained,
+        # Not a roof of the roofline (no kernel's floor uses it), so not in ``peaks``: its own section.
+        "hostlink": run.hostlink,
         "peaks": {"burst": _peak_mapping(run.entries)},
         "warnings": _dedupe(run.trust),
         "raw": run.raw,

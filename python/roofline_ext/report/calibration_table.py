@@ -66,4 +66,25 @@ def summary_rows(cal: Mapping[str, Any]) -> list[dict[str, Any]]:
                 row["path"] = f"{row['path']} (sustained: {s['path']})"
             row["path"] = row["path"] or s.get("path")
         rows.append(row)
+    return rows + hostlink_rows(cal)
+
+
+def hostlink_rows(cal: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Rows of the calibration's pinned host<->device copies: the fraction is of the link's
+    theoretical rate (PCIe gen x width, or NVLink-C2C), in the clock-derived column."""
+    section = cal.get("hostlink") or {}
+    link = section.get("link") or {}
+    where = (f"pinned copies, PCIe gen {link.get('gen')} x{link.get('width')}" if link.get("kind") == "pcie"
+             else "pinned copies, NVLink-C2C" if link.get("kind") == "c2c" else "pinned copies")
+    rows = []
+    for key, label in (("h2d", "host->device (GB/s)"), ("d2h", "device->host (GB/s)")):
+        e = section.get(key)
+        if not e:
+            continue
+        cv = e.get("cv")
+        rows.append({"key": key, "label": label,
+                     "burst": f"{e['value']:.4g}" + (f" ±{cv:.1%}" if isinstance(cv, (int, float)) else ""),
+                     "fraction_of_datasheet": None, "fraction_of_clock_derived": _pct(e.get("fraction_of_theoretical")),
+                     "burst_at": None, "sustained": None, "sustained_at": None,
+                     "path": where + (f" ({e['theoretical']:.1f} GB/s theoretical)" if e.get("theoretical") else "")})
     return rows

@@ -1,0 +1,310 @@
+"""Run a check: a quick measurement of each GPU against its calibration and its SKU's reference.
+
+Per GPU, in this order (BF16 first, on a card still cool from idle):
+
+  bf16, fp32      the calibration's path and kernel configuration (else the fastest path this GPU
+                  supports), 10 timed launches of about 2 ms after 3 warm-up ones, verified first;
+  hbm_read/copy   one configuration each (the calibration's winner, else the default list's first),
+                  buffers of max(8 x L2, 2 GiB), 10 timed launches, every one verified;
+  h2d, d2h        pinned copies of 256 MiB, 10 timed, every word verified;
+
+then every figure is compared with the same figure of the card's cached calibration (same UUID) and
+with the SKU's reference (peaks/reference.py), each within its tolerance (check/tolerances.py), and
+the device state is read: before the measurements (clock-event reasons, processes, temperature,
+before this process has a CUDA context there) and after them (error counters, the PCIe link).
+
+What measures is a backend object, so tests run the whole flow with a fake one and no GPU.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol
+
+from ..errors import GpuUnavailableError, RooflineError, UserError
+from ..peaks.reference import CHECK_METRICS, HOSTLINK_FRACTION, METRIC_LABELS, reference_for
+from .result import CheckReport, DeviceCheck
+from .state import state_items
+from .tolerances import DEFAULT_TOLERANCES
+from .verdict import MetricCheck, Verdict, failed_metric, judge_metric, summary_reason, worst
+
+#: Order of the measurements (BF16 first: it is the one most sensitive to a warm card).
+ORDER = ("bf16", "fp32", "hbm_read", "hbm_copy", "h2d", "d2h")
+HBM_MIN_BYTES = 2 << 30
+HBM_REPS, HBM_WARMUP = 10, 3
+COMPUTE_REPS, COMPUTE_WARMUP, COMPUTE_TARGET_MS = 10, 3, 2.0
+HOSTLINK_BYTES, HOSTLINK_REPS, HOSTLINK_WARMUP = 256 << 20, 10, 2
+_HBM_PATTERN = {"hbm_read": "read", "hbm_copy": "copy"}
+_PATH_PREFERENCE = ("wgmma", "mma.sync", "simt")  # fastest first, where a GPU has several
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a backend's measurement gives the check: the figure and how it was reached."""
+
+    value: float
+    cv: float | None
+    detail: Mapping[str, Any] = field(default_factory=dict)
+    telemetry: Mapping[str, Any] | None = None
+
+
+class CheckBackend(Protocol):
+    """The calls a check makes; :class:`~roofline_ext.check.native.NativeCheckBackend` is the real one."""
+
+    def availability(self) -> Any: ...
+    def devices(self) -> list[Any]: ...
+    def health(self, dev: Any) -> Any: ...
+    def calibration(self, dev: Any) -> Mapping[str, Any] | None: ...
+    def compute_paths(self, index: int) -> Mapping[str, Mapping[str, Mapping[str, Any]]]: ...
+    def free_bytes(self, index: int) -> int | None: ...
+    def measure(self, index: int, metric: str, setup: Mapping[str, Any]) -> Measured: ...
+    def package_version(self) -> str: ...
+
+
+# --- what to measure (pure) ------------------------------------------------------------------------
+
+def hbm_buffer_bytes(l2_bytes: int | None, free_bytes: int | None) -> int:
+    """max(8 x L2, 2 GiB) per buffer, capped so a copy's two buffers fit with a margin; whole MiB."""
+    want = max(8 * (l2_bytes or 0), HBM_MIN_BYTES)
+    if free_bytes:
+        margin = max(512 << 20, int(free_bytes * 0.05))
+        want = min(want, max(0, free_bytes - margin) // 2)
+    size = (want >> 20) << 20
+    if size <= 0:
+        raise UserError(f"too little free device memory ({free_bytes} bytes) for the HBM check")
+    return size
+
+
+def _entries(cal: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return ((cal or {}).get("burst") or {}).get("entries") or {}
+
+
+def hbm_config(cal: Mapping[str, Any] | None, pattern: str) -> dict[str, Any]:
+    """The calibration's winning configuration of ``pattern``, else the default list's first."""
+    from ..measure.bandwidth import CONFIG_KEYS, DEFAULT_CONFIGS
+
+    hbm = _entries(cal).get("hbm") or {}
+    cfg = ((hbm.get("patterns") or {}).get(pattern) or {}).get("config")
+    if not cfg and hbm.get("path") == pattern:
+        cfg = hbm.get("config")
+    cfg = cfg or DEFAULT_CONFIGS[pattern][0]
+    return {k: v for k, v in dict(cfg).items() if k in CONFIG_KEYS}
+
+
+def compute_setup(cal: Mapping[str, Any] | None, precision: str,
+                  caps: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | str:
+    """The path and kernel configuration to run ``precision`` with, or why it cannot run here."""
+    supported = [p for p, c in (caps.get(precision) or {}).items() if c.get("supported")]
+    if not supported:
+        reasons = "; ".join(f"{p}: {c.get('reason')}" for p, c in (caps.get(precision) or {}).items())
+        return reasons or f"this build reports no path for {precision}"
+    entry = _entries(cal).get(precision) or {}
+    if entry.get("path") in supported:
+        return {"precision": precision, "path": entry["path"], "config": dict(entry.get("config") or {})}
+    path = next(p for p in _PATH_PREFERENCE if p in supported)
+    return {"precision": precision, "path": path, "config": {}}
+
+
+def plan(dev: Any, cal: Mapping[str, Any] | None, caps: Mapping[str, Any], free: int | None
+         ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Setups per metric and the metrics that cannot run on this GPU (with the reason)."""
+    setups: dict[str, dict[str, Any]] = {}
+    skipped: dict[str, str] = {}
+    for prec in ("bf16", "fp32"):
+        s = compute_setup(cal, prec, caps)
+        if isinstance(s, str):
+            skipped[prec] = s
+        else:
+            setups[prec] = s
+    size = hbm_buffer_bytes(getattr(dev, "l2_bytes", None), free)
+    for metric, pattern in _HBM_PATTERN.items():
+        setups[metric] = {"pattern": pattern, "config": hbm_config(cal, pattern), "buffer_bytes": size}
+    for metric in ("h2d", "d2h"):
+        setups[metric] = {"bytes": HOSTLINK_BYTES}
+    return {m: setups[m] for m in ORDER if m in setups}, skipped
+
+
+# --- what to compare with (pure) ---------------------------------------------------------------
+
+def calibrated_value(cal: Mapping[str, Any] | None, metric: str) -> float | None:
+    """The card's own calibrated figure of a check metric (burst), or None."""
+    if not cal:
+        return None
+    if metric in ("h2d", "d2h"):
+        return _positive(((cal.get("hostlink") or {}).get(metric) or {}).get("value"))
+    if metric in _HBM_PATTERN:
+        hbm = _entries(cal).get("hbm") or {}
+        pattern = _HBM_PATTERN[metric]
+        p = (hbm.get("patterns") or {}).get(pattern) or {}
+        if p.get("tbps"):
+            return _positive(p["tbps"])
+        return _positive(hbm.get("value")) if hbm.get("path") == pattern else None
+    return _positive((_entries(cal).get(metric) or {}).get("value"))
+
+
+def _positive(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+
+
+def healthy_link_gbps(link: Any) -> float | None:
+    """The rate the host link should have: a PCIe link at the most both ends support (so a link that
+    trained down shows in the h2d/d2h verdicts too, not only in the state), else the link as it is."""
+    from ..peaks.hostlink import pcie_gbps
+
+    if link.kind == "pcie":
+        return pcie_gbps(link.max_gen or link.gen, link.max_width or link.width) or link.theoretical_gbps
+    return link.theoretical_gbps
+
+
+def reference_value(ref: Any, metric: str, link_gbps: float | None) -> float | None:
+    if metric in ("h2d", "d2h"):
+        return link_gbps * HOSTLINK_FRACTION if link_gbps else None
+    return _positive((ref.values if ref is not None else {}).get(metric))
+
+
+def _missing(cal: Mapping[str, Any] | None, ref: Any, metric: str) -> str:
+    bits = []
+    bits.append("no calibration of this card cached (run 'roofline-ext calibrate')" if not cal
+                else f"its calibration has no {metric} figure")
+    bits.append("no host-link rate known" if metric in ("h2d", "d2h")
+                else ("no reference for this SKU" if ref is None else f"no {metric} reference for {ref.sku}"))
+    return "; ".join(bits)
+
+
+# --- running --------------------------------------------------------------------------------------
+
+def _failure(exc: BaseException, label: str) -> tuple[Verdict, str]:
+    """What a measurement that raised says about the card. Anything else is a bug and propagates."""
+    name = type(exc).__name__
+    text = str(exc).splitlines()[0] if str(exc) else name
+    if name == "VerificationError":
+        return Verdict.FAIL, f"{label}: the card returned wrong data: {text}"
+    if name == "CudaError":
+        return Verdict.FAIL, f"{label}: CUDA failed on this card: {text}"
+    if name in ("MeasurementError", "ComputeBoundError"):
+        return Verdict.UNKNOWN, f"{label}: the figure was rejected as impossible (a measurement bug): {text}"
+    return Verdict.UNKNOWN, f"{label}: could not be measured: {text}"
+
+
+def _is_expected_failure(exc: BaseException) -> bool:
+    names = {c.__name__ for c in type(exc).__mro__}
+    return bool(names & {"CoreError", "ComputeBoundError"}) or isinstance(exc, RooflineError)
+
+
+def _measure_one(backend: CheckBackend, index: int, metric: str, setup: Mapping[str, Any]
+                 ) -> Measured | tuple[Verdict, str]:
+    try:
+        return backend.measure(index, metric, setup)
+    except Exception as exc:  # only the failures a card can cause; a bug keeps its traceback
+        if not _is_expected_failure(exc):
+            raise
+        return _failure(exc, METRIC_LABELS[metric])
+
+
+def _judge(metric: str, got: Measured | tuple[Verdict, str], cal: Mapping[str, Any] | None, ref: Any,
+           link_gbps: float | None, tolerances: Mapping[str, float]) -> MetricCheck:
+    label, unit = METRIC_LABELS[metric], CHECK_METRICS[metric]
+    if isinstance(got, tuple):
+        return failed_metric(metric, label, unit, got[0], got[1])
+    expectations = {"calibration": calibrated_value(cal, metric), "reference": reference_value(ref, metric, link_gbps)}
+    # The clocks, power and reasons the figure was reached at go with it: they explain a low one.
+    detail = {**dict(got.detail), "telemetry": dict(got.telemetry) if got.telemetry else None}
+    return judge_metric(metric, label, unit, got.value, got.cv, expectations,
+                        float(tolerances.get(metric, DEFAULT_TOLERANCES[metric])), detail,
+                        _missing(cal, ref, metric))
+
+
+def _cal_summary(cal: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not cal:
+        return None
+    return {"date": cal.get("date"), "mode": cal.get("mode"), "path": cal.get("_path"),
+            "has_hostlink": bool(cal.get("hostlink"))}
+
+
+def check_device(backend: CheckBackend, dev: Any, tolerances: Mapping[str, float],
+                 progress: Callable[[str], None] | None = None) -> DeviceCheck:
+    """Measure, compare and read the state of one GPU (``dev`` is a ``device.listing.Device``)."""
+    from ..measure.hostlink import link_of
+
+    t0 = time.monotonic()
+    start = backend.health(dev)  # before this process has a context on the card
+    cal = backend.calibration(dev)
+    ref = reference_for(dev.name)
+    setups, skipped = plan(dev, cal, backend.compute_paths(dev.index), backend.free_bytes(dev.index))
+    got: dict[str, Measured | tuple[Verdict, str]] = {}
+    for metric, setup in setups.items():
+        if progress:
+            progress(f"GPU {dev.index}: {METRIC_LABELS[metric]}")
+        got[metric] = _measure_one(backend, dev.index, metric, setup)
+    end = backend.health(dev)  # the link as the copies left it trained, the counters after the work
+    link = link_of(end if not end.error else start, dev.name)
+    metrics = tuple(_judge(m, g, cal, ref, healthy_link_gbps(link), tolerances) for m, g in got.items())
+    telemetry = {m: g.telemetry for m, g in got.items() if isinstance(g, Measured)}
+    state = tuple(state_items(start, end, link, telemetry, cal))
+    verdict = worst([m.verdict for m in metrics] + [s.verdict for s in state])
+    return DeviceCheck(
+        index=dev.index, name=dev.name, uuid=dev.uuid, pci_bus_id=dev.pci_bus_id,
+        sku=ref.sku if ref is not None else None, verdict=verdict,
+        reason=summary_reason(list(metrics) + list(state), verdict), metrics=metrics, state=state,
+        skipped=skipped, calibration=_cal_summary(cal), reference=None if ref is None else ref.to_dict(),
+        tolerances=dict(tolerances), wall_s=round(time.monotonic() - t0, 3))
+
+
+def _select(backend: CheckBackend, spec: str | int) -> list[Any]:
+    devs = [d for d in backend.devices() if d.index is not None and d.can_measure]
+    text = str(spec).strip().lower()
+    if text == "all":
+        return sorted(devs, key=lambda d: d.index)
+    try:
+        index = int(text)
+    except ValueError:
+        raise UserError(f"--device must be a CUDA index (0, 1, ...) or 'all', not {spec!r}") from None
+    chosen = [d for d in devs if d.index == index]
+    if not chosen:
+        raise UserError(f"no CUDA device {index}: {len(devs)} visible (indices 0..{len(devs) - 1})")
+    return chosen
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def run_check(device: str | int = "0", *, tolerances: Mapping[str, float] | None = None,
+              backend: CheckBackend | None = None, progress: Callable[[str], None] | None = None) -> CheckReport:
+    """Check GPU ``device`` (a CUDA index or "all"); returns the report, never raises for a missing
+    GPU (the report is then UNKNOWN with the reason). Raises UserError for a bad index."""
+    if backend is None:
+        from .native import NativeCheckBackend
+
+        backend = NativeCheckBackend()
+    t0 = time.monotonic()
+    tolerances = dict(tolerances or DEFAULT_TOLERANCES)
+    avail = backend.availability()
+    if not avail.ok:
+        return CheckReport(Verdict.UNKNOWN, f"no GPU can be checked here: {avail.message}", (), avail.to_dict(),
+                           _now(), backend.package_version(), wall_s=round(time.monotonic() - t0, 3), no_gpu=True)
+    devices = tuple(check_device(backend, d, tolerances, progress) for d in _select(backend, device))
+    if not devices:
+        return CheckReport(Verdict.UNKNOWN, "no CUDA device here can be measured", (), avail.to_dict(), _now(),
+                           backend.package_version(), wall_s=round(time.monotonic() - t0, 3), no_gpu=True)
+    verdict = worst(d.verdict for d in devices)
+    reason = ("every GPU passed" if verdict is Verdict.PASS else
+              "; ".join(f"GPU {d.index}: {d.reason}" for d in devices if d.verdict is verdict))
+    return CheckReport(verdict, reason, devices, avail.to_dict(), _now(), backend.package_version(),
+                       wall_s=round(time.monotonic() - t0, 3))
+
+
+def run_check_safely(device: str | int = "0", **kwargs: Any) -> CheckReport:
+    """As :func:`run_check`, but a GPU that disappears between probing and measuring is UNKNOWN too."""
+    try:
+        return run_check(device, **kwargs)
+    except GpuUnavailableError as exc:
+        avail = exc.availability
+        from .._version import __version__
+
+        return CheckReport(Verdict.UNKNOWN, f"no GPU can be checked here: {avail.message}", (), avail.to_dict(),
+                           _now(), __version__, no_gpu=True)
+
+
+__all__ = ["run_check", "run_check_safely", "check_device", "plan", "Measured", "CheckBackend", "ORDER"]

@@ -1,0 +1,476 @@
+"""``roofline-ext report``: one self-contained HTML file from result JSON files.
+
+What goes in: calibrations (``calibrate --json``, a cached calibration file), checks (``check
+--json``), fleets (``fleet --json``) and analyses (``analyze --json``, one task or a batch), in any
+mix. What comes out: one file that opens without a network (a Content-Security-Policy forbids every
+fetch), with inline CSS and inline SVG charts (matplotlib, text kept as text):
+
+- the check verdicts, per GPU: each metric against the calibration and the reference, and the state;
+- per calibrated GPU, the roofline chart (measured burst/sustained and datasheet roofs, the analysed
+  tasks of that GPU on it) and the calibration table with the clocks and power of each figure, and
+  the host-link figures;
+- the fleet table: per-SKU medians, spread and stragglers, and every GPU;
+- the analysed tasks: FLOPs, bytes, floor and the fraction of it reached.
+
+Every number printed from an input carries ``data-src="FILE#/json/pointer"`` and ``data-value``
+(the exact JSON value), so a test can check every figure on the page against the file it came from.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..errors import UserError
+
+#: The page may fetch nothing: no network, no other file. Inline style and the one inline script only.
+CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+MAX_BYTES = 2 * 1024 * 1024
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1200px;color:#1d1d1f;padding:0 16px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:32px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+h3{font-size:15px;margin:20px 0 6px}.muted{color:#666;font-size:12px}
+table{border-collapse:collapse;margin:6px 0 14px;font-size:13px}th,td{border:1px solid #ddd;padding:3px 8px;vertical-align:top}
+th{background:#f5f5f7;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.v{font-weight:600;padding:1px 7px;border-radius:4px;white-space:nowrap}
+.PASS{background:#d8f5dd;color:#0b5d1e}.WARN{background:#fff1c2;color:#7a5200}.FAIL{background:#ffd9d6;color:#8a1208}
+.UNKNOWN{background:#e8e8ed;color:#444}.skipped{background:#f0f0f0;color:#666}
+figure{margin:8px 0 16px}figure svg{max-width:100%;height:auto}
+"""
+_SCRIPT = ("addEventListener('load',function(){document.documentElement.setAttribute('data-load-ms',"
+           "String(Math.round(performance.now())))});")
+
+
+# --- inputs ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Source:
+    """One input file and the roofline-ext documents found in it, each with its JSON pointer."""
+
+    label: str  # how data-src names the file: its index and base name, "0:check.json"
+    path: str
+    calibrations: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    checks: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    fleets: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    analyses: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+
+
+def _kind(doc: Any) -> str | None:
+    if not isinstance(doc, Mapping):
+        return None
+    kind = doc.get("kind")
+    if kind in ("roofline_ext.calibration", "roofline_ext.check", "roofline_ext.fleet"):
+        return kind.split(".")[1]
+    if isinstance(doc.get("peaks"), Mapping) and isinstance(doc.get("gpu"), Mapping):
+        return "calibration"
+    if isinstance(doc.get("tasks"), list):
+        return "batch"
+    if "roofs" in doc and "flops" in doc:
+        return "analysis"
+    if isinstance(doc.get("devices"), list) and doc["devices"] and _kind(doc["devices"][0]) == "calibration":
+        return "calibrations"
+    return None
+
+
+def _documents(doc: Any, pointer: str = "") -> list[tuple[str, str, Mapping[str, Any]]]:
+    """(kind, pointer, document) for every document in ``doc``: itself, or the items of a list or of
+    a multi-GPU calibration, or a batch's tasks."""
+    if isinstance(doc, list):
+        return [x for i, d in enumerate(doc) for x in _documents(d, f"{pointer}/{i}")]
+    kind = _kind(doc)
+    if kind == "calibrations":
+        return [x for i, d in enumerate(doc["devices"]) for x in _documents(d, f"{pointer}/devices/{i}")]
+    if kind == "batch":
+        return [("analysis", f"{pointer}/tasks/{i}", t) for i, t in enumerate(doc["tasks"])
+                if isinstance(t, Mapping) and t.get("status", "ok") == "ok"]
+    return [(kind, pointer, doc)] if kind else []
+
+
+def load_source(index: int, path: str | os.PathLike) -> Source:
+    p = Path(path)
+    if p.is_dir():
+        raise UserError(f"{p}: a folder, not a results file (give the .json files)")
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{p}: cannot read it ({exc})") from None
+    except ValueError as exc:
+        raise UserError(f"{p}: not JSON ({exc})") from None
+    found = _documents(doc)
+    if not found:
+        raise UserError(f"{p}: not a roofline-ext result (calibrate, check, fleet or analyze --json)")
+    groups: dict[str, list] = {"calibration": [], "check": [], "fleet": [], "analysis": []}
+    for kind, pointer, d in found:
+        groups[kind].append((pointer, d))
+    return Source(f"{index}:{p.name}", str(p), *(tuple(groups[k]) for k in ("calibration", "check", "fleet", "analysis")))
+
+
+# --- small HTML helpers ---------------------------------------------------------------------------
+
+def esc(x: Any) -> str:
+    return html.escape("" if x is None else str(x), quote=True)
+
+
+def fmt(v: Any) -> str:
+    """How the page prints a number: four significant figures, as the CLI tables do."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return "-"
+    return f"{v:.4g}"
+
+
+def pct(v: Any) -> str:
+    return f"{v:.1%}" if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
+
+
+def num(src: str, pointer: str, value: Any, text: str | None = None) -> str:
+    """A numeric cell that names where its number came from (see the module docstring)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return '<td class="n">-</td>'
+    shown = fmt(value) if text is None else text
+    return (f'<td class="n" data-src="{esc(src)}#{esc(pointer)}" data-value="{esc(repr(value))}">'
+            f"{esc(shown)}</td>")
+
+
+def cell(text: Any) -> str:
+    return f"<td>{esc(text)}</td>"
+
+
+def badge(verdict: Any) -> str:
+    v = esc(verdict)
+    return f'<span class="v {v}" data-verdict="{v}">{v}</span>'
+
+
+def table(headers: Sequence[str], rows: Iterable[str], cls: str = "") -> str:
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "".join(f"<tr>{r}</tr>" for r in rows)
+    return f'<table class="{esc(cls)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _ptr(*parts: Any) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+# --- sections -------------------------------------------------------------------------------------
+
+def check_section(src: Source) -> str:
+    out = []
+    for base, doc in src.checks:
+        out.append(f"<h3>Check on {esc(doc.get('host'))}, {esc(doc.get('date'))}: {badge(doc.get('verdict'))} "
+                   f"<span class='muted'>exit {esc(doc.get('exit_code'))}</span></h3>")
+        out.append(f"<p>{esc(doc.get('reason'))}</p>")
+        for i, d in enumerate(doc.get("devices") or []):
+            out.append(_check_device(src.label, base + _ptr("devices", i), d))
+    return "".join(out)
+
+
+def _check_device(label: str, base: str, d: Mapping[str, Any]) -> str:
+    rows = []
+    for key, m in (d.get("metrics") or {}).items():
+        comps = {c.get("against"): (j, c) for j, c in enumerate(m.get("comparisons") or [])}
+        r = [cell(f"{m.get('label')} ({m.get('unit')})"), num(label, base + _ptr("metrics", key, "value"), m.get("value"))]
+        for against in ("calibration", "reference"):
+            if against in comps:
+                j, c = comps[against]
+                r.append(num(label, base + _ptr("metrics", key, "comparisons", j, "expected"), c.get("expected")))
+                r.append(num(label, base + _ptr("metrics", key, "comparisons", j, "ratio"), c.get("ratio"),
+                             pct(c.get("ratio"))))
+            else:
+                r += ['<td class="n">-</td>'] * 2
+        r += [f"<td>{badge(m.get('verdict'))}</td>", cell(m.get("reason"))]
+        rows.append("".join(r))
+    for key, why in (d.get("skipped") or {}).items():
+        rows.append(cell(key) + '<td class="n">-</td>' * 5 + f"<td>{badge('skipped')}</td>" + cell(why))
+    state = [cell(k) + f"<td>{badge(s.get('verdict'))}</td>" + cell(s.get("reason"))
+             for k, s in (d.get("state") or {}).items()]
+    return (f"<h3>GPU {esc(d.get('index'))}: {esc(d.get('name'))} <span class='muted'>{esc(d.get('uuid'))}</span> "
+            f"{badge(d.get('verdict'))}</h3><p>{esc(d.get('reason'))}</p>"
+            + table(["metric", "measured", "calibration", "of calibration", "reference", "of reference", "verdict",
+                     "reason"], rows)
+            + table(["state", "verdict", "reason"], state))
+
+
+_CAL_HEADERS = ["unit", "burst", "CV", "% datasheet", "% clock-derived", "SM clock MHz", "mem clock MHz", "power W",
+                "sustained", "sust. SM clock MHz", "sust. power W", "path"]
+
+
+def _cal_rows(label: str, base: str, cal: Mapping[str, Any]) -> list[str]:
+    from ..peaks.units import ENTRY_KEYS, peak_label
+
+    burst = (cal.get("burst") or {}).get("entries") or {}
+    sus = ((cal.get("sustained") or {}).get("entries")) or {}
+    rows = []
+    for key in ENTRY_KEYS:
+        b, s = burst.get(key), sus.get(key)
+        if not b and not s:
+            continue
+        b, s = b or {}, s or {}
+        bp, sp = base + _ptr("burst", "entries", key), base + _ptr("sustained", "entries", key)
+        rows.append("".join([
+            cell(peak_label(key)), num(label, bp + "/value", b.get("value")),
+            num(label, bp + "/cv", b.get("cv"), pct(b.get("cv"))),
+            num(label, bp + "/fraction_of_datasheet", b.get("fraction_of_datasheet"), pct(b.get("fraction_of_datasheet"))),
+            num(label, bp + "/fraction_of_clock_derived", b.get("fraction_of_clock_derived"),
+                pct(b.get("fraction_of_clock_derived"))),
+            num(label, bp + "/sm_clock_mhz", b.get("sm_clock_mhz")), num(label, bp + "/mem_clock_mhz", b.get("mem_clock_mhz")),
+            num(label, bp + "/power_w", b.get("power_w")), num(label, sp + "/value", s.get("value")),
+            num(label, sp + "/sm_clock_mhz", s.get("sm_clock_mhz")), num(label, sp + "/power_w", s.get("power_w")),
+            cell(b.get("path") or s.get("path"))]))
+    link = cal.get("hostlink") or {}
+    for key in ("h2d", "d2h"):
+        e = link.get(key)
+        if e:
+            p = base + _ptr("hostlink", key)
+            rows.append("".join([cell(f"{e.get('label', key)} (GB/s)"), num(label, p + "/value", e.get("value")),
+                                 num(label, p + "/cv", e.get("cv"), pct(e.get("cv"))), '<td class="n">-</td>',
+                                 num(label, p + "/fraction_of_theoretical", e.get("fraction_of_theoretical"),
+                                     pct(e.get("fraction_of_theoretical"))),
+                                 '<td class="n">-</td>' * 6,
+                                 cell((link.get("link") or {}).get("formula") or "pinned copies")]))
+    return rows
+
+
+def calibration_block(src: Source, base: str, cal: Mapping[str, Any], chart: str) -> str:
+    gpu = cal.get("gpu") or {}
+    facts = [("GPU", gpu.get("name")), ("UUID", gpu.get("uuid")), ("mode", cal.get("mode")), ("date", cal.get("date")),
+             ("driver", cal.get("driver_version")), ("CUDA", cal.get("cuda_runtime_version"))]
+    nums = [("max SM clock MHz", "max_sm_clock_mhz"), ("max memory clock MHz", "max_mem_clock_mhz"),
+            ("power limit W", "power_limit_w"), ("SMs", "sm_count")]
+    head = "".join(f"<tr><th>{esc(k)}</th>{cell(v)}</tr>" for k, v in facts)
+    head += "".join(f"<tr><th>{esc(k)}</th>{num(src.label, base + _ptr('gpu', f), gpu.get(f))}</tr>" for k, f in nums)
+    note = f"<p class='muted'>NOTE: {esc(cal['fixture'])}</p>" if cal.get("fixture") else ""
+    warn = "".join(f"<li>{esc(w)}</li>" for w in cal.get("warnings") or [])
+    return (f"<h3>{esc(gpu.get('name'))} <span class='muted'>{esc(gpu.get('uuid'))}</span></h3>{note}"
+            f"<table>{head}</table>{chart}"
+            + table(_CAL_HEADERS, _cal_rows(src.label, base, cal))
+            + (f"<p>Warnings:</p><ul>{warn}</ul>" if warn else ""))
+
+
+def fleet_section(src: Source) -> str:
+    out = []
+    for base, doc in src.fleets:
+        summary = doc.get("summary") or {}
+        sp = base + "/summary"
+        out.append(f"<h3>Fleet from {esc(doc.get('source'))}, {esc(doc.get('date'))}: {badge(doc.get('verdict'))}</h3>"
+                   f"<p>{esc(summary.get('reason'))}</p>")
+        rows = []
+        for sku, s in (summary.get("skus") or {}).items():
+            nslow: dict[str, int] = {}
+            for st in s.get("stragglers") or []:
+                nslow[st["metric"]] = nslow.get(st["metric"], 0) + 1
+            for key, m in (s.get("metrics") or {}).items():
+                p = sp + _ptr("skus", sku, "metrics", key)
+                rows.append("".join([cell(sku), cell(f"{m.get('label')} ({m.get('unit')})"), num(src.label, p + "/n", m.get("n")),
+                                     num(src.label, p + "/median", m.get("median")), num(src.label, p + "/min", m.get("min")),
+                                     num(src.label, p + "/max", m.get("max")),
+                                     num(src.label, p + "/spread", m.get("spread"), pct(m.get("spread"))),
+                                     cell(nslow.get(key, 0))]))
+        out.append(table(["SKU", "metric", "GPUs", "median", "min", "max", "spread", "stragglers"], rows))
+        out.append(_fleet_gpus(src.label, sp, summary))
+    return "".join(out)
+
+
+def _fleet_gpus(label: str, sp: str, summary: Mapping[str, Any]) -> str:
+    slow: dict[tuple, list[str]] = {}
+    for s in (summary.get("skus") or {}).values():
+        for st in s.get("stragglers") or []:
+            slow.setdefault((st.get("uuid"), st.get("host"), st.get("index")), []).append(
+                f"{st['metric']} {st['fraction_of_median']:.1%} of median")
+    rows = []
+    for i, g in enumerate(summary.get("gpus") or []):
+        vals = g.get("values") or {}
+        p = sp + _ptr("gpus", i, "values")
+        rows.append("".join([cell(g.get("host")), cell("-" if g.get("index") is None else g["index"]),
+                             cell(g.get("sku") or g.get("name") or "no GPU"), f"<td>{badge(g.get('verdict'))}</td>"]
+                            + [num(label, p + _ptr(m), vals.get(m)) for m in ("hbm_read", "hbm_copy", "bf16", "h2d")]
+                            + [cell(", ".join(slow.get((g.get("uuid"), g.get("host"), g.get("index")), []))),
+                               cell(g.get("reason"))]))
+    frac = summary.get("straggler_fraction")
+    return (f"<p class='muted'>A straggler is below {pct(frac)} of its SKU's median of a metric.</p>"
+            + table(["host", "GPU", "SKU", "verdict", "HBM read TB/s", "HBM copy TB/s", "BF16 TFLOP/s", "h2d GB/s",
+                     "straggler", "reason"], rows))
+
+
+def tasks_section(sources: Sequence[Source]) -> str:
+    rows = []
+    for src in sources:
+        for base, t in src.analyses:
+            rows.append("".join([cell(t.get("task")), cell(t.get("gpu")), cell(str(t.get("compute_dtype") or t.get("dtype") or "")),
+                                 num(src.label, base + "/flops", t.get("flops")), num(src.label, base + "/bytes", t.get("bytes")),
+                                 num(src.label, base + "/arithmetic_intensity", t.get("arithmetic_intensity")),
+                                 num(src.label, base + "/t_min_ms", t.get("t_min_ms")), cell(t.get("bound")),
+                                 num(src.label, base + "/t_ref_ms", t.get("t_ref_ms")),
+                                 num(src.label, base + "/ref_roofline_frac", t.get("ref_roofline_frac"),
+                                     pct(t.get("ref_roofline_frac"))),
+                                 num(src.label, base + "/t_new_ms", t.get("t_new_ms"))]))
+    if not rows:
+        return ""
+    return ("<h2>Tasks</h2>" + table(["task", "GPU", "dtype", "FLOPs", "bytes", "FLOP/byte", "floor ms", "bound",
+                                      "PyTorch ms", "of floor", "yours ms"], rows))
+
+
+# --- charts ---------------------------------------------------------------------------------------
+
+def _same_part(a: str | None, b: str | None) -> bool:
+    from ..peaks.datasheet import lookup, normalize_name
+
+    if not a or not b:
+        return False
+    if normalize_name(a) == normalize_name(b):
+        return True
+    sa, sb = lookup(a), lookup(b)
+    return sa is not None and sa is sb
+
+
+def _svg_inline(svg: str, prefix: str) -> str:
+    """matplotlib's SVG as an element of the page: no XML prolog, ids unique across charts."""
+    svg = re.sub(r"<\?xml[^>]*\?>\s*", "", svg)
+    svg = re.sub(r"<!DOCTYPE[^>]*>\s*", "", svg)
+    svg = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}{m.group(1)}"', svg)
+    svg = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}{m.group(1)})", svg)
+    return re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}{m.group(1)}"', svg)
+
+
+def _render_svg(draw: Any, prefix: str) -> str:
+    """Run ``draw(path)`` (a charts.py function writing .svg) and return the SVG for the page."""
+    import matplotlib
+
+    with tempfile.TemporaryDirectory(prefix="roofline-report-") as tmp:
+        path = Path(tmp) / "chart.svg"
+        # Text stays text (smaller, and the numbers on the chart can be read off the page); a fixed
+        # hash salt makes the same inputs give the same file.
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "roofline-ext"}):
+            draw(path)
+        return _svg_inline(path.read_text(encoding="utf-8"), prefix)
+
+
+def _task_points(analyses: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    from .charts import _task_points as points_of
+
+    out = []
+    for t in analyses:
+        for p in points_of(t):
+            p["label"] = f"{t.get('task')}" + ("" if p.get("kind") == "reference" else " (yours)")
+            out.append(p)
+    return out
+
+
+def calibration_chart(cal: Mapping[str, Any], analyses: Sequence[Mapping[str, Any]], prefix: str) -> str:
+    from .charts import _calibration_subtitle, _datasheet_peaks_for, plot_roofline
+
+    gpu = cal.get("gpu") or {}
+    peaks = cal.get("peaks") or {}
+    stored = cal.get("datasheet")
+    datasheet = stored.get("peaks") if isinstance(stored, Mapping) else _datasheet_peaks_for(gpu.get("name"))
+    tasks = _task_points(a for a in analyses if _same_part(a.get("gpu") or a.get("sku"), gpu.get("name")))
+
+    def draw(path: Path) -> None:
+        plot_roofline(path, title=f"{gpu.get('name', 'GPU')}: measured vs datasheet roofline",
+                      subtitle=_calibration_subtitle(cal), datasheet=datasheet, measured=peaks.get("burst"),
+                      sustained=peaks.get("sustained"), tasks=tasks)
+
+    return f"<figure>{_render_svg(draw, prefix)}</figure>"
+
+
+def datasheet_chart(gpu_name: str, analyses: Sequence[Mapping[str, Any]], prefix: str) -> str:
+    """The tasks of a GPU nobody calibrated, on its datasheet roofs."""
+    from .charts import _datasheet_peaks_for, plot_roofline
+
+    datasheet = _datasheet_peaks_for(gpu_name)
+    if datasheet is None:
+        return f"<p class='muted'>No datasheet roofs for {esc(gpu_name)}: no chart.</p>"
+
+    def draw(path: Path) -> None:
+        plot_roofline(path, title=f"Tasks on {gpu_name} (datasheet roofs)",
+                      subtitle="no calibration of this GPU among the inputs: datasheet roofs only",
+                      datasheet=datasheet, tasks=_task_points(analyses))
+
+    return f"<figure>{_render_svg(draw, prefix)}</figure>"
+
+
+def _charts_available() -> str | None:
+    from .charts import _matplotlib
+
+    try:
+        _matplotlib()
+    except UserError as exc:
+        return str(exc)
+    return None
+
+
+# --- the page -------------------------------------------------------------------------------------
+
+@dataclass
+class _Page:
+    sources: Sequence[Source]
+    parts: list[str] = field(default_factory=list)
+    charts: int = 0
+
+    def prefix(self) -> str:
+        self.charts += 1
+        return f"c{self.charts}-"
+
+
+def _roofline_sections(page: _Page, no_charts: str | None) -> None:
+    analyses = [t for s in page.sources for _, t in s.analyses]
+    cals = [(s, base, c) for s in page.sources for base, c in s.calibrations]
+    if cals:
+        page.parts.append("<h2>Calibrations and rooflines</h2>")
+    for src, base, cal in cals:
+        chart = (f"<p class='muted'>No chart: {esc(no_charts)}</p>" if no_charts
+                 else calibration_chart(cal, analyses, page.prefix()))
+        page.parts.append(calibration_block(src, base, cal, chart))
+    calibrated = [(c.get("gpu") or {}).get("name") for _, _, c in cals]
+    orphans: dict[str, list] = {}
+    for t in analyses:
+        name = t.get("gpu") or t.get("sku")
+        if name and not any(_same_part(name, c) for c in calibrated):
+            orphans.setdefault(str(name), []).append(t)
+    for name, ts in orphans.items():
+        page.parts.append(f"<h3>{esc(name)} (not calibrated)</h3>")
+        page.parts.append(f"<p class='muted'>No chart: {esc(no_charts)}</p>" if no_charts
+                          else datasheet_chart(name, ts, page.prefix()))
+
+
+def render(sources: Sequence[Source], *, title: str = "roofline-ext report") -> str:
+    """The whole page as one string."""
+    page = _Page(sources)
+    checks = "".join(check_section(s) for s in sources)
+    if checks:
+        page.parts.append("<h2>Check verdicts</h2>" + checks)
+    _roofline_sections(page, _charts_available())
+    fleets = "".join(fleet_section(s) for s in sources)
+    if fleets:
+        page.parts.append("<h2>Fleet</h2>" + fleets)
+    page.parts.append(tasks_section(sources))
+    now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+    inputs = "".join(f"<li><code>{esc(s.label)}</code>: {esc(s.path)}</li>" for s in sources)
+    from .._version import __version__
+
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{esc(title)}</title><style>{_CSS}</style><script>{_SCRIPT}</script></head><body>"
+            f"<h1>{esc(title)}</h1><p class='muted'>made by roofline-ext {esc(__version__)} on {esc(now)} from:</p>"
+            f"<ul class='muted'>{inputs}</ul>" + "".join(page.parts) + "</body></html>\n")
+
+
+def build_report(paths: Sequence[str | os.PathLike], output: str | os.PathLike) -> tuple[Path, int]:
+    """Read ``paths``, write the page to ``output`` (a regular file); returns (path, bytes)."""
+    from .outputs import check_outputs, write_text
+
+    if not paths:
+        raise UserError("report needs at least one results file (calibrate, check, fleet or analyze --json)")
+    out = check_outputs({"-o": output}, reads=paths)["-o"]
+    sources = [load_source(i, p) for i, p in enumerate(paths)]
+    text = render(sources)
+    write_text(out, text)
+    return out, len(text.encode("utf-8"))
