@@ -1,6 +1,7 @@
 """The fork server: imports torch once, warms it up, and forks every worker the runner asks for.
 
-Started by :class:`roofline_ext.runner.pool.Pool` as ``python -m roofline_ext.runner.forkserver FD``
+Started by :class:`roofline_ext.runner.pool.Pool` as ``python -m roofline_ext.runner.forkserver FD
+[--no-warm-up]``
 in a session of its own (a Ctrl-C at the terminal reaches only the runner, which then stops
 everything). ``FD`` is its end of the control socket (:mod:`.channel`). It
 
@@ -47,13 +48,14 @@ def _die_with_parent() -> None:
         pass
 
 
-def _warm_up() -> dict[str, Any]:
+def _warm_up(count: bool) -> dict[str, Any]:
     t0 = time.perf_counter()
     import torch
 
     from . import jobs, warmup_task
 
-    jobs.count(warmup_task.__file__)
+    if count:  # worth it from the second task on; one task would pay the same in its worker
+        jobs.count(warmup_task.__file__)
     if torch.cuda.is_initialized():  # would break every worker that uses the GPU after fork
         raise RuntimeError("CUDA was initialised in the fork server")
     return {"warm_s": time.perf_counter() - t0}
@@ -156,7 +158,7 @@ def main(argv: list[str]) -> int:
     if path:
         sys.path[:] = json.loads(path)
     try:
-        info = _warm_up()
+        info = _warm_up(count="--no-warm-up" not in argv)
     except BaseException as exc:  # no torch, or a broken install: the runner says why
         from .worker import _failure
 

@@ -110,11 +110,13 @@ class Pool:
 
     ``jobs``: CPU jobs at once (default: all cores). ``backend``: the module whose ``setup(device)``
     and ``cleanup(device)`` a timing worker calls (:mod:`.gpu_backend`; tests pass a CPU stand-in).
+    ``warm_up``: count a built-in task in the server first (pays off from the second task on).
     """
 
-    def __init__(self, jobs: int | None = None, *, backend: str = GPU_BACKEND,
+    def __init__(self, jobs: int | None = None, *, backend: str = GPU_BACKEND, warm_up: bool = True,
                  setup_timeout_s: float = 300.0, start_timeout_s: float = 300.0) -> None:
         self.jobs = max(1, jobs or default_jobs())
+        self.warm_up = warm_up
         self.backend = backend
         self.setup_timeout_s = setup_timeout_s
         self.start_timeout_s = start_timeout_s
@@ -127,6 +129,9 @@ class Pool:
         self._broken: dict[int, tuple[str, str]] = {}  # device -> (kind, error) of a failed setup
         self._done: deque[Outcome] = deque()
         self._pending_gpu: dict[int, deque[Job]] = {}
+        self._cpu: deque[Job] = deque()
+        self._outstanding: set[int] = set()
+        self._run_jobs: dict[int, Job] = {}
         self._server: subprocess.Popen | None = None
         self._ctl: socket.socket | None = None
         self._ready = False
@@ -148,7 +153,8 @@ class Pool:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._server_err = tempfile.TemporaryFile()
         self._server = subprocess.Popen(
-            [sys.executable, "-m", "roofline_ext.runner.forkserver", str(theirs.fileno())],
+            [sys.executable, "-m", "roofline_ext.runner.forkserver", str(theirs.fileno())]
+            + ([] if self.warm_up else ["--no-warm-up"]),
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=self._server_err, start_new_session=True, env=_server_env())
         theirs.close()
@@ -190,26 +196,45 @@ class Pool:
     # --- running jobs ----------------------------------------------------------------------------
 
     def run(self, jobs: Iterable[Job], on_start: Callable[[Job], None] | None = None) -> Iterator[Outcome]:
-        """Run ``jobs`` and yield each :class:`Outcome` as it comes (not in job order)."""
+        """Run ``jobs`` and yield each :class:`Outcome` as it comes (not in job order). CPU jobs
+        start in the order given, GPU jobs run in that order on their card."""
         jobs = list(jobs)
-        cpu = deque(j for j in jobs if j.device is None)
+        self._cpu = deque(j for j in jobs if j.device is None)
         for j in jobs:
             if j.device is not None:
                 self._pending_gpu.setdefault(j.device, deque()).append(j)
-        left = len(jobs)
+        self._run_jobs = {id(j): j for j in jobs}
+        self._outstanding = set(self._run_jobs)
         self._await_ready()
-        while left:
-            self._dispatch(cpu, on_start)
+        while self._outstanding:
+            self._dispatch(on_start)
             self._poll(0.0 if self._done else self._next_timeout())
             self._check_deadlines()
             while self._done:
-                left -= 1
-                yield self._done.popleft()
+                out = self._done.popleft()
+                if id(out.job) in self._outstanding:  # not cancelled meanwhile
+                    self._outstanding.discard(id(out.job))
+                    yield out
 
-    def _dispatch(self, cpu: deque[Job], on_start) -> None:
+    def cancel(self, drop: Callable[[Job], bool]) -> None:
+        """Forget the jobs of the current :meth:`run` for which ``drop(job)`` is true: queued ones
+        never start, running ones have their worker killed; none of them yields an outcome."""
+        self._cpu = deque(j for j in self._cpu if not drop(j))
+        for device, queue in self._pending_gpu.items():
+            self._pending_gpu[device] = deque(j for j in queue if not drop(j))
+        for w in list(self._workers.values()):
+            if w.job is not None and not w.closed and drop(w.job):
+                self._kill(w)
+                if w.role == "persistent":
+                    self._replace(w, w.job, ["its job was cancelled"])
+                w.job = None
+                self._retire(w)
+        self._outstanding = {i for i in self._outstanding if not drop(self._run_jobs[i])}
+
+    def _dispatch(self, on_start) -> None:
         busy = sum(1 for w in self._workers.values() if w.role == "once" and not w.closed)
-        while cpu and busy < self.jobs:
-            job = cpu.popleft()
+        while self._cpu and busy < self.jobs:
+            job = self._cpu.popleft()
             self._send(self._spawn("once", None), job, on_start)
             busy += 1
         for device, queue in self._pending_gpu.items():

@@ -10,7 +10,12 @@ One file: the roofline sentence and a short table, or with ``--json`` one JSON o
 stderr, results to ``--json OUT.json`` / ``--csv OUT.csv`` (rewritten after each task, so nothing
 finished is lost), a summary of failures, exit code 1 if any task failed.
 
-The per-task and batch logic lives in :mod:`roofline_ext.runner.analyze`; this module parses arguments
+Every task is counted in a worker process of its own (forked from a server that has torch
+loaded), ``--jobs`` at a time, with a ``--timeout``; with ``--time`` the reference and each
+candidate are timed by one reused worker per GPU (docs/runner.md). ``--new DIR`` scores a folder of
+candidates (docs/scoring.md).
+
+The per-task and batch logic lives in :mod:`roofline_ext.runner`; this module parses arguments
 and prints.
 """
 from __future__ import annotations
@@ -24,8 +29,11 @@ from typing import Any, Mapping
 from ...errors import UserError
 from ...model.gpu import GpuChoice, resolve_gpu
 from ...peaks.units import TASK_DTYPES, UNIT
-from ...report.writers import ResultsWriter, public, summarize, write_atomic
-from ...runner.analyze import REGIMES, analyze_batch, analyze_task, calibration_for, measured_peaks_for
+from ...report.summary import BatchWriter, batch_summary, summary_table
+from ...report.writers import public, summarize, write_atomic
+from ...runner.analyze import REGIMES, calibration_for, measured_peaks_for
+from ...runner.batch import (DEFAULT_COUNT_TIMEOUT_S, DEFAULT_TIME_TIMEOUT_S, ISOLATIONS, BatchOptions, TaskFailed,
+                             TimingOptions, run_batch)
 
 DTYPES = tuple(TASK_DTYPES)
 
@@ -60,16 +68,29 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="float32 tasks against FP32 CUDA cores instead of TF32 tensor cores")
     p.add_argument("--no-progress", action="store_true", help="no progress bar for folders")
     p.add_argument("--plot", metavar="FILE", help="draw the task on the GPU's roofline (FILE.png or FILE.svg)")
-    t = p.add_argument_group("timing on the GPU (needs a GPU; each task runs in a subprocess of its own)")
+    p.add_argument("--summary-csv", metavar="OUT.csv", help="also write the batch summary as CSV")
+    r = p.add_argument_group("running tasks (each in a worker process; docs/runner.md)")
+    r.add_argument("--jobs", type=int, metavar="N", help="tasks counted at once (default: all cores)")
+    r.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help=f"per-task limit for counting and for each timing (default {DEFAULT_COUNT_TIMEOUT_S:g} s "
+                   f"counting, {DEFAULT_TIME_TIMEOUT_S:g} s timing)")
+    r.add_argument("--isolation", choices=ISOLATIONS, default="pool",
+                   help="pool: reused worker processes (default); process: the first versions' path, counting "
+                   "here and timing in a fresh interpreter per task, for comparison")
+    t = p.add_argument_group("timing on the GPU (needs a GPU; one timing worker per GPU)")
     t.add_argument("--time", action="store_true",
                    help="time Model (and ModelNew) with CUDA events and report each floor's fraction")
-    t.add_argument("--new", metavar="CANDIDATE.py",
-                   help="a file defining ModelNew to time against the task's Model (implies --time)")
+    t.add_argument("--new", metavar="CANDIDATE.py|DIR",
+                   help="a file defining ModelNew to time against the task's Model, or a folder of candidates "
+                   "matched to the tasks by file name or as level_L_problem_N_sample_S_kernel.py (implies --time)")
+    t.add_argument("--correct-trials", type=int, default=5, metavar="N",
+                   help="fresh input sets a candidate must match the reference on (default 5, as KernelBench)")
+    t.add_argument("--inputs", choices=("auto", "cpu"), default="auto",
+                   help="auto: make get_inputs() tensors on the GPU where its factory calls allow (default); "
+                   "cpu: make them on the CPU and copy, as the first versions did")
     t.add_argument("--compile", action="store_true", help="also time torch.compile(Model) (implies --time)")
     t.add_argument("--trials", type=int, default=100, help="timed trials per variant (default 100)")
     t.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
-    t.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
-                   help="per-task time limit for timing (default 600)")
     p.set_defaults(func=run)
 
 
@@ -88,17 +109,10 @@ def run(args: argparse.Namespace) -> int:
     target = Path(args.target)
     if not target.exists():
         raise UserError(f"{target}: no such file or folder")
-    from ...tasks.counting import require_torch
-
-    require_torch()  # once, up front: without torch no task of a batch could be counted
+    _need_torch(args)
     if args.new or args.compile:
         args.time = True
-    if args.new and target.is_dir():
-        raise UserError("--new takes one task file, not a folder (a folder's tasks may define ModelNew)")
-    if args.new and not Path(args.new).is_file():
-        raise UserError(f"{args.new}: no such candidate file")
-    if args.trials < 1:
-        raise UserError("--trials must be at least 1")
+    _check_run_options(args, target)
     if args.time:
         from ...device.status import require_measurement
 
@@ -111,24 +125,71 @@ def run(args: argparse.Namespace) -> int:
     return _run_one(args, target, gpu)
 
 
+def _need_torch(args: argparse.Namespace) -> None:
+    """Without torch no task can be counted: say so once, up front. The pool's workers import it,
+    so this process only checks that it is there."""
+    import importlib.util
+
+    from ...tasks.counting import require_torch
+
+    if args.isolation == "process" or importlib.util.find_spec("torch") is None:
+        require_torch()
+
+
+def _check_run_options(args: argparse.Namespace, target: Path) -> None:
+    if args.new and not Path(args.new).exists():
+        raise UserError(f"{args.new}: no such candidate file or folder")
+    if args.new and target.is_dir() and not Path(args.new).is_dir():
+        raise UserError("--new takes one task file, or with a folder of tasks a folder of candidates")
+    if args.new and Path(args.new).is_dir() and args.isolation == "process":
+        raise UserError("--new DIR needs the pool (leave out --isolation process)")
+    for flag, value, least in (("--trials", args.trials, 1), ("--jobs", args.jobs, 1),
+                               ("--correct-trials", args.correct_trials, 1)):
+        if value is not None and value < least:
+            raise UserError(f"{flag} must be at least {least}")
+    if args.timeout is not None and not args.timeout > 0:
+        raise UserError("--timeout must be more than 0 seconds")
+
+
+def _candidates(args: argparse.Namespace, paths: list[Path]):
+    """task -> its candidates from ``--new``, or None (each task's own ModelNew)."""
+    if not args.new:
+        return None
+    from ...runner.candidates import Candidate, match_candidates
+
+    new = Path(args.new)
+    if not new.is_dir():
+        return {paths[0]: [Candidate(new)]}
+    matched, unmatched = match_candidates(paths, new)
+    if unmatched:
+        shown = ", ".join(p.name for p in unmatched[:5]) + (" ..." if len(unmatched) > 5 else "")
+        print(f"roofline-ext: note: {len(unmatched)} file(s) in {new} match no task: {shown}", file=sys.stderr)
+    if not matched:
+        raise UserError(f"{new}: no candidate file matches a task (same file name, or "
+                        "level_L_problem_N_sample_S_kernel.py)")
+    return matched
+
+
+def _options(args: argparse.Namespace, gpu: GpuChoice, paths: list[Path]) -> BatchOptions:
+    timing = None
+    if args.time:
+        timing = TimingOptions(trials=args.trials, compile=args.compile, devices=(args.device,),
+                               inputs=args.inputs, correct_trials=args.correct_trials,
+                               timeout_s=args.timeout or DEFAULT_TIME_TIMEOUT_S)
+    return BatchOptions(dtype=args.dtype, regime=args.regime, strict_fp32=args.strict_fp32,
+                        measured=_measured_peaks_for(gpu, args.regime), jobs=args.jobs,
+                        count_timeout_s=args.timeout or DEFAULT_COUNT_TIMEOUT_S, timing=timing,
+                        candidates=_candidates(args, paths), isolation=args.isolation, debug=args.debug)
+
+
 # --- one task ---------------------------------------------------------------------------------------
 
-def _analyze_fn(args: argparse.Namespace):
-    """analyze_task, or with --time the timed variant bound to the timing options."""
-    if not args.time:
-        return analyze_task
-    import functools
-
-    from ...runner.timed import analyze_and_time
-
-    return functools.partial(analyze_and_time, new=args.new, trials=args.trials, compile=args.compile,
-                             device=args.device, timeout_s=args.timeout)
-
-
 def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
-    measured = _measured_peaks_for(gpu, args.regime)
-    result = _analyze_fn(args)(target, gpu, args.dtype, regime=args.regime, strict_fp32=args.strict_fp32,
-                               measured=measured)
+    if args.summary_csv:
+        raise UserError("--summary-csv is for folders")
+    result = run_batch([target], gpu, _options(args, gpu, [target]))[0]
+    if result["status"] != "ok":
+        raise TaskFailed(result["error"], result.get("error_kind"))
     if args.plot:
         from ...report.charts import plot_task
 
@@ -136,16 +197,33 @@ def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
         cal = calibration_for(gpu) if (result.get("roofs") or {}).get("measured") else None
         print(f"roofline-ext: chart written to {plot_task(public(result), args.plot, cal)}", file=sys.stderr)
     if args.csv:
-        ResultsWriter(csv_path=args.csv).add(result)
+        BatchWriter(csv_path=args.csv, meta={"timed": bool(args.time)}).add(result)
+    failed = _failed_candidates([result])
     if args.json is not None:
         text = json.dumps(public(result), indent=2, default=str)
         if args.json == "-":
             print(text)
         else:
             write_atomic(Path(args.json), text + "\n")
-        return 0
+        return 1 if failed else 0
     print(_text_report(result, gpu))
-    return 0
+    return 1 if failed else 0
+
+
+def _failed_candidates(results: list[dict[str, Any]]) -> int:
+    return sum(1 for r in results for c in r.get("candidates") or () if c.get("status") != "ok")
+
+
+def _candidate_line(c: Mapping[str, Any]) -> str:
+    if c.get("status") != "ok":
+        return f"FAILED ({c.get('error_kind')}): {c.get('error')}"
+    ok = c.get("correctness") or {}
+    if not c.get("correct"):
+        return f"INCORRECT: {ok.get('reason')}"
+    t = c.get("timing") or {}
+    speedup = f"; speed-up {c['speedup']:.3g}x" if c.get("speedup") else ""
+    return (f"{t.get('median_ms', 0):.4g} ms median (best {t.get('best_ms', 0):.4g}, CV {t.get('cv', 0):.1%}); "
+            f"correct on {ok.get('passed')} input set(s) at atol=rtol={ok.get('tolerance', 0):g}{speedup}")
 
 
 def _si(value: float, unit: str) -> str:
@@ -202,13 +280,9 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
         ref = timing["reference"]
         rows.append(("PyTorch", f"{ref['median_ms']:.4g} ms median (best {ref['best_ms']:.4g}, CV "
                                 f"{ref['cv']:.1%}, {ref['trials']} trials, L2 flushed) on {timing['device']}"))
-        if timing.get("t_new_ms") is not None:
-            c = timing["candidate_timing"]
-            ok = timing["correctness"]
-            verdict = (f"correct at atol=rtol={ok['tolerance']:g}" if ok["ok"]
-                       else f"INCORRECT: {ok.get('reason')}")
-            rows.append(("yours", f"{c['median_ms']:.4g} ms median (best {c['best_ms']:.4g}, CV {c['cv']:.1%}); "
-                                  f"{verdict}; speed-up {timing['speedup']:.3g}x"))
+        for c in result.get("candidates") or ():
+            rows.append(("yours" if len(result["candidates"]) == 1 else str(c.get("sample") or c["candidate"]),
+                         _candidate_line(c)))
         if timing.get("t_compile_ms") is not None:
             rows.append(("torch.compile", f"{timing['t_compile_ms']:.4g} ms median"))
     ops = [(name, v) for name, v in (result.get("by_op") or {}).items() if v["flops"] or v["simt_flops"]]
@@ -220,7 +294,7 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
     header = ("roof", "compute TFLOP/s", "SIMT TFLOP/s", "TB/s", "compute ms", "SIMT ms", "memory ms",
               "floor ms", "bound")
     if timing:
-        header = header[:-1] + ("PyTorch %", "yours %", "bound")
+        header = header[:-1] + ("PyTorch %", "yours %", "score", "bound")
     table = [header]
 
     def pct(x: float | None) -> str:
@@ -234,7 +308,9 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
         row = (name, _peak(roof["compute_tflops"]), _peak(roof["simt_tflops"]), _peak(roof["bandwidth_tbps"]),
                _ms(roof["t_compute_ms"]), _ms(roof["t_simt_ms"]), _ms(roof["t_memory_ms"]), _ms(roof["t_min_ms"]))
         if timing:
-            row += (pct(roof.get("ref_fraction")), pct(roof.get("new_fraction")))
+            score = roof.get("score")
+            row += (pct(roof.get("ref_fraction")), pct(roof.get("new_fraction")),
+                    "below floor" if roof.get("new_below_floor") else ("-" if score is None else f"{score:.3f}"))
         table.append(row + (roof["bound"],))
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
     lines.append("")
@@ -258,26 +334,46 @@ def _run_batch(args: argparse.Namespace, folder: Path, gpu: GpuChoice) -> int:
         raise UserError(f"{folder}: no task files (*.py) in this folder")
     json_file = args.json if args.json not in (None, "-") else None
     meta = {"gpu": gpu.name, "gpu_source": gpu.source, "regime": args.regime, "dtype": args.dtype,
-            "strict_fp32": args.strict_fp32, "folder": str(folder), "timed": bool(args.time)}
-    writer = ResultsWriter(json_file, args.csv, meta=meta)
-    results = analyze_batch(paths, gpu, args.dtype, regime=args.regime, strict_fp32=args.strict_fp32,
-                            writer=writer, progress=not args.no_progress, debug=args.debug,
-                            measured=_measured_peaks_for(gpu, args.regime), analyze=_analyze_fn(args))
+            "strict_fp32": args.strict_fp32, "folder": str(folder), "timed": bool(args.time),
+            "isolation": args.isolation}
+    writer = BatchWriter(json_file, args.csv, meta=meta, summary_csv_path=args.summary_csv)
+    try:
+        results = run_batch(paths, gpu, _options(args, gpu, paths), writer=writer, progress=not args.no_progress)
+    except KeyboardInterrupt:
+        if args.json == "-":  # what finished is kept, on stdout as in the files
+            print(json.dumps(writer.document(complete=False), indent=1, default=str))
+        raise
     writer.flush(complete=True)
     if args.json == "-":
         print(json.dumps(writer.document(complete=True), indent=1, default=str))
     elif not json_file and not args.csv:
         print(_batch_table(results))
     summary = summarize(results)
-    _print_summary(summary, json_file, args.csv)
-    return 1 if summary["failed"] else 0
+    _print_summary(summary, json_file, args.csv, results)
+    return 1 if summary["failed"] or _failed_candidates(results) else 0
+
+
+def _best(r: Mapping[str, Any]) -> tuple[str, str, str]:
+    """A task's candidates in the batch table: correct of all, best speed-up, its score."""
+    cands = r.get("candidates") or []
+    if not cands:
+        return "-", "-", "-"
+    correct = [c for c in cands if c.get("correct") and c.get("speedup")]
+    best = max(correct, key=lambda c: c["speedup"], default=None)
+    score = ((best or {}).get("roofs") or {}).get(r.get("primary_roof") or "") or {}
+    return (f"{sum(1 for c in cands if c.get('correct'))}/{len(cands)}",
+            f"{best['speedup']:.3g}x" if best else "-",
+            "-" if score.get("score") is None else f"{score['score']:.3f}")
 
 
 def _batch_table(results: list[dict[str, Any]]) -> str:
     timed = any(r.get("timing") for r in results)
+    scored = any(r.get("candidates") for r in results)
     header = ("task", "GFLOP", "SIMT GFLOP", "MB", "dtype", "floor ms", "bound")
     if timed:
         header += ("PyTorch ms", "% datasheet", "% measured")
+    if scored:
+        header += ("correct", "best speed-up", "score")
     rows = [header]
 
     def frac(r: Mapping[str, Any], roof: str) -> str:
@@ -292,6 +388,8 @@ def _batch_table(results: list[dict[str, Any]]) -> str:
                str(r["compute_dtype"]).replace("torch.", ""), _ms(r["t_min_ms"]), r["bound"] or "-")
         if timed:
             row += (_ms(r.get("t_ref_ms")), frac(r, "datasheet"), frac(r, "measured"))
+        if scored:
+            row += _best(r)
         rows.append(row)
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
     out = []
@@ -301,7 +399,8 @@ def _batch_table(results: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def _print_summary(summary: Mapping[str, Any], json_file: str | None, csv_file: str | None) -> None:
+def _print_summary(summary: Mapping[str, Any], json_file: str | None, csv_file: str | None,
+                   results: list[dict[str, Any]]) -> None:
     err = sys.stderr
     written = [f for f in (json_file, csv_file) if f]
     where = f"; results in {' and '.join(written)}" if written else ""
@@ -309,3 +408,9 @@ def _print_summary(summary: Mapping[str, Any], json_file: str | None, csv_file: 
           f"{summary['failed']} failed{where}", file=err)
     for f in summary["failures"]:
         print(f"  FAILED {f['task']}: {f['error']}", file=err)
+    for r in results:
+        for c in r.get("candidates") or ():
+            if c.get("status") != "ok":
+                print(f"  FAILED {r['task']} candidate {c['candidate']}: {c.get('error')}", file=err)
+    if any(r.get("timing") for r in results):
+        print(summary_table(batch_summary(results)), file=err)
