@@ -105,6 +105,7 @@ MISBEHAVING = {
 
 FAKE_BACKEND = '''
 """CPU stand-in for roofline_ext.runner.gpu_backend and the two timing jobs."""
+import json
 import os
 import signal
 import time
@@ -159,14 +160,21 @@ def _stats(t, trials):
             "trials": trials, "warmup": 0}
 
 
+def _times():
+    """Times the test asked for, by task or candidate file stem (``<this module>.json``)."""
+    spec = Path(__file__).with_suffix(".json")
+    return json.loads(spec.read_text()) if spec.exists() else {}
+
+
 def reference(path, trials=100, **kw):
     t, checksum, state = _run(path)
+    t = _times().get(Path(path).stem, t)
     return {"task": str(path), "device": "CPU stand-in", "dtype": "torch.float32", "seed": 42, "inputs": "cpu",
             "reference": _stats(t, trials), "t_ref_ms": t, "checksum": checksum, "state": state}
 
 
 def candidate(path, new=None, trials=100, correct_trials=5, **kw):
-    name = Path(new).stem if new else Path(path).stem
+    name = Path(new).stem if new else Path(path).stem + ".new"  # the task file's own ModelNew
     if "crash" in name:
         os.kill(os.getpid(), signal.SIGSEGV)
     t_ref, checksum, state = _run(path)
@@ -174,6 +182,7 @@ def candidate(path, new=None, trials=100, correct_trials=5, **kw):
     t = t_ref / 2 if "fast" in name else (t_ref * 0.999999 if "same" in name else t_ref * 2)
     if "impossible" in name:
         t = 1e-9
+    t = _times().get(name, t)
     correctness = {"ok": ok, "tolerance": 1e-4, "max_abs_diff": 0.0 if ok else 1.0, "trials": correct_trials,
                    "passed": correct_trials if ok else 0, "reason": None if ok else "output 0 differs"}
     return {"task": str(path), "candidate": str(new) if new else "ModelNew in task", "device": "CPU stand-in",
@@ -197,13 +206,17 @@ def misbehaving_tasks(folder: Path, which=tuple(MISBEHAVING)) -> list[Path]:
     return [write(folder, f"5_{name}.py", MISBEHAVING[name]) for name in which]
 
 
-def install_fake_backend(tmp_path: Path, monkeypatch, name: str = "fake_gpu_backend") -> Path:
-    """Write the stand-in, put it on sys.path and make the batch runner's timing jobs use it."""
+def install_fake_backend(tmp_path: Path, monkeypatch, name: str = "fake_gpu_backend",
+                         times: dict | None = None) -> Path:
+    """Write the stand-in, put it on sys.path and make the batch runner's timing jobs use it.
+    ``times``: stem of a task or candidate file -> the time in ms it should report."""
     import roofline_ext.runner.batch as batch
 
     folder = tmp_path / "fake_backend"
     folder.mkdir(exist_ok=True)
     (folder / f"{name}.py").write_text(FAKE_BACKEND)
+    if times:
+        (folder / f"{name}.json").write_text(json.dumps(times))
     monkeypatch.syspath_prepend(str(folder))
     monkeypatch.setattr(batch, "TIMING_BACKEND", name)
     monkeypatch.setattr(batch, "TIME_REFERENCE_FN", f"{name}:reference")
@@ -215,11 +228,12 @@ def install_fake_backend(tmp_path: Path, monkeypatch, name: str = "fake_gpu_back
 
 
 def comparable(result: dict) -> dict:
-    """A result without what legitimately differs between two runs (wall and count times, pids)."""
-    drop = {"count_seconds", "wall_s", "wall_parts_s", "worker_replaced", "notes"}
+    """A result without what legitimately differs between two runs of it from two folders: paths,
+    wall and count times, pids, which worker ran it."""
+    drop = {"path", "count_seconds", "wall_s", "wall_parts_s", "worker_replaced", "notes"}
     out = {k: v for k, v in result.items() if k not in drop}
     if "timing" in out:
-        out["timing"] = {k: v for k, v in out["timing"].items() if k != "state"}
+        out["timing"] = {k: v for k, v in out["timing"].items() if k not in ("state", "task")}
         out["timing"]["state"] = {k: v for k, v in result["timing"].get("state", {}).items() if k != "pid"}
     if out.get("candidates"):
         out["candidates"] = [{k: v for k, v in c.items() if k not in ("wall_s", "worker_replaced")}
