@@ -113,6 +113,8 @@ class _Batch:
         self.stop_at: int | None = None  # a task that raised KeyboardInterrupt
 
     def run(self) -> list[dict[str, Any]]:
+        if self.opts.timing is not None:
+            self.pool.prestart(self.opts.timing.devices)  # CUDA starts while the tasks are counted
         self._count_all()
         if self.opts.timing is not None and self.counts:
             self._time_all()

@@ -30,6 +30,7 @@ def setup(device: int) -> dict[str, Any]:
     dev = torch.device(f"cuda:{device}")
     x = torch.randn(64, 64, device=dev)
     (x @ x).sum().item()
+    torch.nn.functional.linear(x, x, x[0]).sum().item()  # cuBLASLt: its workspace is kept for good
     torch.nn.functional.conv2d(x[None, None], x[None, None, :3, :3]).sum().item()
     L2Flush(device)()
     torch.cuda.synchronize(device)
@@ -53,7 +54,12 @@ def cleanup(device: int) -> list[str]:
     torch.cuda.empty_cache()
     torch.empty(1, device=f"cuda:{device}").fill_(1.0)  # a sticky error shows on the next launch
     torch.cuda.synchronize(device)
+    reasons = []
     left = torch.cuda.memory_allocated(device) - _baseline.get(device, 0)
     if left > _LEAK_SLACK_BYTES:
-        return [f"the task left {left / 2**20:.0f} MiB allocated on the GPU after it finished"]
-    return []
+        reasons.append(f"the task left {left / 2**20:.0f} MiB allocated on the GPU after it finished")
+    if torch.cuda.current_device() != device:
+        reasons.append(f"the task made GPU {torch.cuda.current_device()} the current device")
+    if torch.cuda.current_stream(device) != torch.cuda.default_stream(device):
+        reasons.append("the task left another CUDA stream current")
+    return reasons

@@ -216,6 +216,14 @@ class Pool:
                     self._outstanding.discard(id(out.job))
                     yield out
 
+    def prestart(self, devices: Iterable[int]) -> None:
+        """Start the timing workers of ``devices`` now: their CUDA start-up (seconds) then overlaps
+        whatever the caller runs first."""
+        for device in devices:
+            if device not in self._broken and (self._gpu.get(device) is None or self._gpu[device].closed):
+                w = self._gpu[device] = self._spawn("persistent", device)
+                w.deadline = time.monotonic() + self.setup_timeout_s
+
     def cancel(self, drop: Callable[[Job], bool]) -> None:
         """Forget the jobs of the current :meth:`run` for which ``drop(job)`` is true: queued ones
         never start, running ones have their worker killed; none of them yields an outcome."""
@@ -247,10 +255,8 @@ class Pool:
             while queue:
                 self._done.append(Outcome(queue.popleft(), False, kind=kind, error=error))
             return
-        w = self._gpu.get(device)
-        if w is None or w.closed:
-            w = self._gpu[device] = self._spawn("persistent", device)
-            w.deadline = time.monotonic() + self.setup_timeout_s
+        self.prestart([device])
+        w = self._gpu[device]
         if w.ready and w.job is None:
             self._send(w, queue.popleft(), on_start)
 
