@@ -1,7 +1,7 @@
 """A batch of tasks (or one) through the pool: every task counted, then the counted ones timed.
 
-Counting runs first, ``jobs`` tasks at a time, each in a fresh worker (:mod:`.pool`); its results
-are final for a batch without ``--time``. Timing starts when counting is done, so no counting
+Counting runs first, ``jobs`` tasks at a time in reused counting workers (:mod:`.pool`); its
+results are final for a batch without ``--time``. Timing starts when counting is done, so no counting
 worker competes with a timing for the CPU that launches its kernels: the reference and each
 candidate are separate jobs for the GPU's one timing worker, and a task's result is written when
 its last job is in. A task whose count failed is not timed.
@@ -10,6 +10,7 @@ Each result goes to the writer as soon as it exists (in task order in the files)
 shows what is in hand, and what a task printed is shown on stderr. Ctrl-C stops the batch: the
 pool kills its workers and every result finished before it stays written.
 
+``isolation="fresh"`` gives every job a worker of its own (slower; no two tasks share a process).
 ``isolation="process"`` runs the first versions' path instead, for comparison: counting in this
 process and timing in a fresh interpreter per task (:func:`.timed.analyze_and_time`).
 """
@@ -31,7 +32,7 @@ from .jobs import COUNT, GPU_BACKEND, TIME_CANDIDATE, TIME_REFERENCE
 from .pool import Job, Outcome, Pool
 from .timed import analyze_and_time, candidate_record, merge_timing
 
-ISOLATIONS = ("pool", "process")
+ISOLATIONS = ("pool", "fresh", "process")
 # What timing jobs run, by name, in the timing workers. Module-level so that tests can point them
 # at CPU stand-ins (the workers import the names; nothing here is called in this process).
 TIMING_BACKEND = GPU_BACKEND
@@ -96,10 +97,11 @@ def run_batch(paths: Sequence[str | os.PathLike], gpu: GpuChoice, opts: BatchOpt
     paths = [Path(p) for p in paths]
     if opts.isolation == "process":
         return _process_path(paths, gpu, opts, writer, progress)
-    if opts.isolation != "pool":
+    if opts.isolation not in ISOLATIONS:
         raise ValueError(f"isolation {opts.isolation!r}: choose one of {', '.join(ISOLATIONS)}")
-    with Pool(opts.jobs, backend=opts.backend or TIMING_BACKEND, warm_up=len(paths) > 1) as pool, \
-            Progress(len(paths), enabled=progress) as bar:
+    pool = Pool(opts.jobs, backend=opts.backend or TIMING_BACKEND, fresh=opts.isolation == "fresh",
+                warm_up=len(paths) > 1)
+    with pool, Progress(len(paths), enabled=progress) as bar:
         return _Batch(paths, gpu, opts, writer, bar if progress else None, pool).run()
 
 
@@ -116,6 +118,7 @@ class _Batch:
         if self.opts.timing is not None:
             self.pool.prestart(self.opts.timing.devices)  # CUDA starts while the tasks are counted
         self._count_all()
+        self.pool.release_cpu()
         if self.opts.timing is not None and self.counts:
             self._time_all()
         return [r for r in self.results if r is not None]

@@ -12,6 +12,7 @@ COUNT = "roofline_ext.runner.jobs:count"
 TIME_REFERENCE = "roofline_ext.runner.task_timing:time_reference"
 TIME_CANDIDATE = "roofline_ext.runner.task_timing:time_candidate"
 GPU_BACKEND = "roofline_ext.runner.gpu_backend"
+CPU_BACKEND = "roofline_ext.runner.cpu_backend"
 
 
 def count(path: str, dtype: str | None = None) -> dict[str, Any]:

@@ -3,18 +3,21 @@
 ::
 
     runner (this process)                 fork server (torch imported, warm, no CUDA)
-      Pool.run(jobs) ── control socket ──▶  fork ─▶ worker "once"        one CPU job, then exit
-                                            fork ─▶ worker "persistent"  one per GPU, many jobs
+      Pool.run(jobs) ── control socket ──▶  fork ─▶ counting workers   ``jobs`` of them, reused
+                                            fork ─▶ timing worker      one per GPU, reused
       ◀──────────── channel per worker (jobs out, replies in), output file per worker
 
-* **CPU jobs** (counting) each get a fresh worker forked from the server: it starts in
-  milliseconds, warm, and no task ever sees what another task did. At most ``jobs`` run at once.
-* **GPU jobs** (timing) go to the one persistent worker of their GPU, so two timings never share a
-  card. The worker is reused while the process stays as it was; it is replaced after a job that
-  crashed, timed out, poisoned the CUDA context or changed process state (:mod:`.state`).
+* Workers are forked from the server, so one starts in milliseconds, warm, with torch imported.
+* **CPU jobs** (counting) go to ``jobs`` counting workers, **GPU jobs** (timing) to the one timing
+  worker of their GPU, so two timings never share a card. A worker is reused while the process
+  stays as it was: after every job it compares itself with a snapshot taken before its first
+  (:mod:`.state`) and asks its backend (:mod:`.cpu_backend`, :mod:`.gpu_backend`) whether it can go
+  on; it is replaced after a job that crashed, timed out, poisoned the CUDA context or changed
+  process state. ``fresh=True`` replaces every worker after every job instead (a counting job then
+  gets a worker that runs it and exits): slower, and no task ever shares a process.
 * A job that runs past its ``timeout_s`` has its worker's process group killed. A worker that dies
-  (``os._exit``, a signal) costs that job only; the reply names the cause and the task's last line
-  of output.
+  (``os._exit``, a signal) costs that job only; the outcome names the cause and the task's last
+  line of output.
 * What a task prints, in Python or with raw writes to fd 1/2, goes to its worker's output file and
   comes back with the outcome (``Outcome.output``); the runner's stdout stays ours.
 
@@ -41,7 +44,7 @@ from typing import Any, Callable, Iterable, Iterator
 from ..errors import UserError
 from . import channel
 from .forkserver import SYS_PATH_ENV
-from .jobs import GPU_BACKEND
+from .jobs import CPU_BACKEND, GPU_BACKEND
 
 OUTPUT_LIMIT = 64 << 10  # bytes of a task's output kept per job (the tail)
 _EOF_GRACE_S = 2.0  # how long a worker that closed its channel may take to exit before it is killed
@@ -86,11 +89,14 @@ class Outcome:
     replaced: list[str] = field(default_factory=list)
 
 
+Lane = tuple  # ("cpu", k) or ("gpu", device): the place a reused worker serves
+
+
 @dataclass(eq=False)
 class _Worker:
     token: str
     role: str
-    device: int | None
+    lane: Lane | None  # None: a worker for one job ("once")
     sock: socket.socket
     out: Any  # the output file (a TemporaryFile)
     reader: channel.FrameReader = field(default_factory=channel.FrameReader)
@@ -109,24 +115,27 @@ class Pool:
     """Runs :class:`Job`\\ s in worker processes; use as ``with Pool(...) as pool: pool.run(jobs)``.
 
     ``jobs``: CPU jobs at once (default: all cores). ``backend``: the module whose ``setup(device)``
-    and ``cleanup(device)`` a timing worker calls (:mod:`.gpu_backend`; tests pass a CPU stand-in).
+    and ``cleanup(device)`` a timing worker calls (:mod:`.gpu_backend`; tests pass a CPU stand-in);
+    ``cpu_backend`` the same for counting workers. ``fresh``: a new worker for every job.
     ``warm_up``: count a built-in task in the server first (pays off from the second task on).
     """
 
-    def __init__(self, jobs: int | None = None, *, backend: str = GPU_BACKEND, warm_up: bool = True,
-                 setup_timeout_s: float = 300.0, start_timeout_s: float = 300.0) -> None:
+    def __init__(self, jobs: int | None = None, *, backend: str = GPU_BACKEND, cpu_backend: str = CPU_BACKEND,
+                 fresh: bool = False, warm_up: bool = True, setup_timeout_s: float = 300.0,
+                 start_timeout_s: float = 300.0) -> None:
         self.jobs = max(1, jobs or default_jobs())
+        self.backends = {"cpu": cpu_backend, "gpu": backend}
+        self.fresh = fresh
         self.warm_up = warm_up
-        self.backend = backend
         self.setup_timeout_s = setup_timeout_s
         self.start_timeout_s = start_timeout_s
-        self.replacements: list[dict[str, Any]] = []  # every timing worker replaced, and why
+        self.replacements: list[dict[str, Any]] = []  # every reused worker replaced, and why
         self.server_info: dict[str, Any] = {}
         self._tokens = (f"w{i}" for i in itertools.count(1))
         self._sel = selectors.DefaultSelector()
         self._workers: dict[str, _Worker] = {}
-        self._gpu: dict[int, _Worker] = {}
-        self._broken: dict[int, tuple[str, str]] = {}  # device -> (kind, error) of a failed setup
+        self._lanes: dict[Lane, _Worker] = {}
+        self._broken: dict[Lane, tuple[str, str]] = {}  # lane -> (kind, error) of a failed setup
         self._done: deque[Outcome] = deque()
         self._pending_gpu: dict[int, deque[Job]] = {}
         self._cpu: deque[Job] = deque()
@@ -220,9 +229,13 @@ class Pool:
         """Start the timing workers of ``devices`` now: their CUDA start-up (seconds) then overlaps
         whatever the caller runs first."""
         for device in devices:
-            if device not in self._broken and (self._gpu.get(device) is None or self._gpu[device].closed):
-                w = self._gpu[device] = self._spawn("persistent", device)
-                w.deadline = time.monotonic() + self.setup_timeout_s
+            self._lane(("gpu", device))
+
+    def release_cpu(self) -> None:
+        """Let the idle counting workers go (their memory is the timings' to use)."""
+        for lane, w in list(self._lanes.items()):
+            if lane[0] == "cpu" and w.job is None:
+                self._retire(w)
 
     def cancel(self, drop: Callable[[Job], bool]) -> None:
         """Forget the jobs of the current :meth:`run` for which ``drop(job)`` is true: queued ones
@@ -233,37 +246,49 @@ class Pool:
         for w in list(self._workers.values()):
             if w.job is not None and not w.closed and drop(w.job):
                 self._kill(w)
-                if w.role == "persistent":
+                if w.lane is not None:
                     self._replace(w, w.job, ["its job was cancelled"])
                 w.job = None
                 self._retire(w)
         self._outstanding = {i for i in self._outstanding if not drop(self._run_jobs[i])}
 
     def _dispatch(self, on_start) -> None:
-        busy = sum(1 for w in self._workers.values() if w.role == "once" and not w.closed)
-        while self._cpu and busy < self.jobs:
-            job = self._cpu.popleft()
-            self._send(self._spawn("once", None), job, on_start)
-            busy += 1
+        if self.fresh:
+            busy = sum(1 for w in self._workers.values() if w.lane is None and not w.closed)
+            while self._cpu and busy < self.jobs:
+                self._send(self._spawn("once", None), self._cpu.popleft(), on_start)
+                busy += 1
+        else:
+            self._feed([("cpu", k) for k in range(self.jobs)], self._cpu, on_start)
         for device, queue in self._pending_gpu.items():
-            if queue:
-                self._dispatch_gpu(device, queue, on_start)
+            self._feed([("gpu", device)], queue, on_start)
 
-    def _dispatch_gpu(self, device: int, queue: deque[Job], on_start) -> None:
-        if device in self._broken:
-            kind, error = self._broken[device]
-            while queue:
-                self._done.append(Outcome(queue.popleft(), False, kind=kind, error=error))
-            return
-        self.prestart([device])
-        w = self._gpu[device]
-        if w.ready and w.job is None:
-            self._send(w, queue.popleft(), on_start)
+    def _feed(self, lanes: list[Lane], queue: deque[Job], on_start) -> None:
+        """Give queued jobs to the idle workers of ``lanes``, starting workers where there are none."""
+        for lane in lanes:
+            if not queue:
+                return
+            if lane in self._broken:
+                kind, error = self._broken[lane]
+                while queue:
+                    self._done.append(Outcome(queue.popleft(), False, kind=kind, error=error))
+                return
+            w = self._lane(lane)
+            if w.ready and w.job is None:
+                self._send(w, queue.popleft(), on_start)
 
-    def _spawn(self, role: str, device: int | None) -> _Worker:
+    def _lane(self, lane: Lane) -> _Worker | None:
+        """The reused worker of ``lane``, started if it has none (its setup then runs)."""
+        w = self._lanes.get(lane)
+        if lane not in self._broken and (w is None or w.closed):
+            w = self._lanes[lane] = self._spawn("persistent", lane)
+            w.deadline = time.monotonic() + self.setup_timeout_s
+        return w
+
+    def _spawn(self, role: str, lane: Lane | None) -> _Worker:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        w = _Worker(next(self._tokens), role, device, ours, tempfile.TemporaryFile(), ready=role == "once")
-        options = {"backend": self.backend, "device": device}
+        w = _Worker(next(self._tokens), role, lane, ours, tempfile.TemporaryFile(), ready=role == "once")
+        options = {"backend": self.backends[lane[0]], "device": lane[1]} if lane else {}
         channel.send_control(self._ctl, {"op": "fork", "token": w.token, "role": role, "options": options},
                              [theirs.fileno(), w.out.fileno()])
         theirs.close()
@@ -329,8 +354,8 @@ class Pool:
         self._drain(w)  # its last reply may still sit in the socket
         if w.job is not None:
             self._finish_crashed(w)
-        elif not w.ready and w.role == "persistent" and not w.closed:
-            self._setup_failed(w, "setup", f"timing worker for GPU {w.device} {_exit_words(code)}: "
+        elif not w.ready and w.lane is not None and not w.closed:
+            self._setup_failed(w, "setup", f"{_lane_words(w.lane)} {_exit_words(code)}: "
                                            f"{_last_line(self._output(w))}")
         self._retire(w)  # also a worker that died between jobs: the next job gets a new one
 
@@ -365,7 +390,8 @@ class Pool:
         if not w.ready:  # a timing worker's setup
             if reply["ok"]:
                 w.ready, w.deadline = True, float("inf")
-                self.server_info.setdefault("devices", {})[w.device] = reply["value"]
+                if w.lane[0] == "gpu":
+                    self.server_info.setdefault("devices", {})[w.lane[1]] = reply["value"]
             else:
                 self._setup_failed(w, reply.get("kind") or "setup", reply.get("error") or "setup failed")
             return
@@ -377,15 +403,14 @@ class Pool:
                           output=self._output(w), wall_s=time.monotonic() - w.started,
                           replaced=list(reply.get("replace") or []))
         self._done.append(outcome)
-        if w.role == "once":
+        w.deadline = float("inf")
+        if outcome.replaced:
+            self._replace(w, job, outcome.replaced)
+        elif w.role == "once" or self.fresh:
             self._retire(w)
-        else:
-            w.deadline = float("inf")
-            if outcome.replaced:
-                self._replace(w, job, outcome.replaced)
 
     def _setup_failed(self, w: _Worker, kind: str, error: str) -> None:
-        self._broken[w.device] = (kind, error)
+        self._broken[w.lane] = (kind, error)
         self._retire(w)
 
     def _check_deadlines(self) -> None:
@@ -401,9 +426,8 @@ class Pool:
 
     def _timed_out(self, w: _Worker) -> None:
         self._kill(w)
-        if w.job is None:  # a timing worker whose setup hung
-            self._setup_failed(w, "setup", f"timing worker for GPU {w.device} did not start within "
-                                           f"{self.setup_timeout_s:g} s")
+        if w.job is None:  # a worker whose setup hung
+            self._setup_failed(w, "setup", f"{_lane_words(w.lane)} did not start within {self.setup_timeout_s:g} s")
             return
         self._fail(w, "timeout", f"timed out after {w.job.timeout_s:g} s (killed)")
 
@@ -421,12 +445,13 @@ class Pool:
             out = self._output(w) if output is None else output
             self._done.append(Outcome(job, False, kind=kind, error=error, output=out,
                                       wall_s=time.monotonic() - w.started))
-            if w.role == "persistent":
+            if w.lane is not None:
                 self._replace(w, job, [error])
         self._retire(w)
 
     def _replace(self, w: _Worker, job: Job, reasons: list[str]) -> None:
-        self.replacements.append({"device": w.device, "after": job.label or str(job.key), "reasons": reasons})
+        self.replacements.append({"worker": _lane_words(w.lane), "after": job.label or str(job.key),
+                                  "reasons": reasons})
         self._retire(w)
 
     # --- workers ---------------------------------------------------------------------------------
@@ -456,8 +481,8 @@ class Pool:
         if w.closed:
             return
         w.closed = True
-        if w.role == "persistent" and self._gpu.get(w.device) is w:
-            del self._gpu[w.device]
+        if w.lane is not None and self._lanes.get(w.lane) is w:
+            del self._lanes[w.lane]
         try:
             self._sel.unregister(w.sock)
         except (KeyError, ValueError):
@@ -477,6 +502,12 @@ def _server_env() -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     env[SYS_PATH_ENV] = json.dumps(sys.path)
     return env
+
+
+def _lane_words(lane: Lane | None) -> str:
+    if lane is None:
+        return "worker"
+    return f"timing worker for GPU {lane[1]}" if lane[0] == "gpu" else f"counting worker {lane[1]}"
 
 
 def _exit_words(code: int | None) -> str:

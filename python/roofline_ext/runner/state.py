@@ -10,8 +10,10 @@ What is compared (each a one-line reason when it differs): the working directory
 handler and the blocked-signal mask; the environment; ``sys.path``, the import hooks and the
 ``sys`` hooks (stdout/stderr, trace, profile, excepthook); the CPU affinity; non-daemon threads
 still running; the identity of every callable in the namespaces tasks patch (``builtins``,
-``torch``, ``torch.nn.functional``, ``torch.Tensor``, ``torch.nn.Module``, ...); and torch's
-global flags. Names a namespace *gains* (torch imports submodules lazily) are not a change.
+``torch``, ``torch.nn.functional``, ``torch.Tensor``, ``torch.nn.Module``, ...); torch's global
+flags and modes; and the number of operators registered with torch's dispatcher. Names a namespace
+*gains* (torch imports submodules lazily) are not a change, nor are modules a task imported: a
+module imported once behaves the same for the next task.
 """
 from __future__ import annotations
 
@@ -119,6 +121,8 @@ def _torch_flags() -> dict[str, Any]:
         "mkldnn": lambda: torch.backends.mkldnn.enabled,
         "torch function modes": torch._C._len_torch_function_stack,
         "torch dispatch modes": torch._C._len_torch_dispatch_stack,
+        # An operator a task registers (torch.library) would clash with the next task's of that name.
+        "registered operators": lambda: len(torch._C._dispatch_get_all_op_names()),
     }
     flags = {}
     for name, get in getters.items():
