@@ -138,7 +138,10 @@ class _Batch:
             counts = Counts(**out.value)
             counts.path = str(self.paths[i])  # as the user gave it, as counting in-process said it
             if self.opts.timing is None:
-                self._emit(i, self._analyze(i, counts, wall_s=out.wall_s))
+                result = self._analyze(i, counts, wall_s=out.wall_s)
+                if out.replaced:
+                    result["worker_replaced"] = out.replaced
+                self._emit(i, result)
             else:
                 self.counts[i] = (counts, out.wall_s)
         self._stop_if_interrupted()
