@@ -31,6 +31,15 @@ def test_sol_score_anchors():
     assert 0 < sol_score(1e6, 2.0, 1.0) < 1e-5
 
 
+def test_the_examples_in_docs_scoring_md():
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "scoring.md").read_text()
+    rows = [line.split("|")[1:5] for line in doc.splitlines() if line.startswith("| ") and " ms |" in line]
+    assert len(rows) == 6
+    for t_new, _, _, score in rows:
+        s = sol_score(float(t_new.split()[0]), 0.5, 0.1)
+        assert (s is None) if "none" in score else s == pytest.approx(float(score), abs=5e-4)
+
+
 def test_sol_score_is_undefined_below_the_floor_or_without_a_gap():
     assert sol_score(0.5, 2.0, 1.0) is None and below_floor(0.5, 1.0)
     assert sol_score(1.5, 1.0, 1.0) is None  # the reference is on the floor: no gap to close
