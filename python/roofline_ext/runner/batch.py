@@ -16,6 +16,7 @@ process and timing in a fresh interpreter per task (:func:`.timed.analyze_and_ti
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sys
@@ -94,7 +95,13 @@ def run_batch(paths: Sequence[str | os.PathLike], gpu: GpuChoice, opts: BatchOpt
     """
     from ..report.progress import Progress
 
+    from .pool import supported
+
     paths = [Path(p) for p in paths]
+    if opts.isolation != "process" and not supported():
+        print(f"roofline-ext: note: worker processes need Linux; on {sys.platform} each task is timed in a "
+              "fresh interpreter and counted in this process (--isolation process)", file=sys.stderr)
+        opts = dataclasses.replace(opts, isolation="process")
     if opts.isolation == "process":
         return _process_path(paths, gpu, opts, writer, progress)
     if opts.isolation not in ISOLATIONS:

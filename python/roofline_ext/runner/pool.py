@@ -50,6 +50,11 @@ OUTPUT_LIMIT = 64 << 10  # bytes of a task's output kept per job (the tail)
 _EOF_GRACE_S = 2.0  # how long a worker that closed its channel may take to exit before it is killed
 
 
+def supported() -> bool:
+    """The pool needs ``fork`` and Unix sequenced-packet sockets: Linux."""
+    return sys.platform.startswith("linux") and hasattr(os, "fork")
+
+
 def default_jobs() -> int:
     """All the cores this process may use."""
     if hasattr(os, "sched_getaffinity"):
@@ -198,7 +203,7 @@ class Pool:
             for key, _ in self._sel.select(timeout=0.2):
                 if key.data is None:
                     self._on_control()
-            if not self._ready and self._server.poll() is not None and not self._ready:
+            if not self._ready and self._server.poll() is not None:
                 raise UserError(f"the worker server exited with code {self._server.returncode}: "
                                 f"{_last_line(_read_all(self._server_err)) or 'no message'}")
 
