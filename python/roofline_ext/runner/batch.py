@@ -128,6 +128,8 @@ class _Batch:
         self.pool.release_cpu()
         if self.opts.timing is not None and self.counts:
             self._time_all()
+        if self.progress is not None:
+            self.progress.start("done")
         return [r for r in self.results if r is not None]
 
     # --- counting --------------------------------------------------------------------------------

@@ -361,10 +361,10 @@ def _best(r: Mapping[str, Any]) -> tuple[str, str, str]:
         return "-", "-", "-"
     correct = [c for c in cands if c.get("correct") and c.get("speedup")]
     best = max(correct, key=lambda c: c["speedup"], default=None)
-    score = ((best or {}).get("roofs") or {}).get(r.get("primary_roof") or "") or {}
+    roof = ((best or {}).get("roofs") or {}).get(r.get("primary_roof") or "") or {}
+    score = "below floor" if roof.get("below_floor") else ("-" if roof.get("score") is None else f"{roof['score']:.3f}")
     return (f"{sum(1 for c in cands if c.get('correct'))}/{len(cands)}",
-            f"{best['speedup']:.3g}x" if best else "-",
-            "-" if score.get("score") is None else f"{score['score']:.3f}")
+            f"{best['speedup']:.3g}x" if best else "-", score)
 
 
 def _batch_table(results: list[dict[str, Any]]) -> str:
