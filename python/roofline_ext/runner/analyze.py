@@ -4,8 +4,10 @@
 Kept apart from the CLI so that timing (``--time``/``--new``) can add ``t_ref_ms``/``t_new_ms`` to
 :func:`analyze_task` and reuse the batch loop unchanged.
 
-Task files are user code and run in this process when loaded (see :mod:`roofline_ext.tasks.loading`).
-Each task's failure becomes a result with ``status: "error"`` and a one-line ``error``; the batch
+Task files are user code and run in this process when loaded (see :mod:`roofline_ext.tasks.loading`)
+unless :func:`analyze_task` is given counts made elsewhere: the CLI's batch runner
+(:mod:`roofline_ext.runner.batch`) counts in worker processes and only puts the counts on the roofs
+here; :func:`analyze_batch` is the in-process loop that ``--isolation process`` keeps. Each task's failure becomes a result with ``status: "error"`` and a one-line ``error``; the batch
 goes on, and each result is written to the output files as soon as it exists (temp file +
 ``os.replace``), so an interrupted batch keeps every task finished before the interruption.
 """
