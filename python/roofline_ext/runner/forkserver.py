@@ -153,6 +153,12 @@ def _kill_group(pid: int) -> None:
 
 
 def main(argv: list[str]) -> int:
+    import warnings
+
+    # Python 3.12 warns about fork() in a process with threads; ours are OpenBLAS's and torch's
+    # pools, which reset themselves in the child (pthread_atfork), and the server runs no Python
+    # thread of its own.
+    warnings.filterwarnings("ignore", message=r".*fork\(\) may lead to deadlocks", category=DeprecationWarning)
     ctl = socket.socket(fileno=int(argv[1]))
     path = os.environ.pop(SYS_PATH_ENV, None)
     if path:
