@@ -21,7 +21,8 @@ default the script points ``PYTHONPYCACHEPREFIX`` at a folder next to OUT.json a
 before measuring (``--no-pycache`` measures without it); the JSON says which.
 
     python benchmarks/runner_speed.py OUT.json --kernelbench ../shared/kernelbench \\
-        [--sections count,level1,bias,trivial] [--trials 100] [--old-limit N] [--device 0]
+        [--sections count,level1,bias,trivial] [--level1-paths new,old] [--trials 100]
+        [--old-limit N] [--device 0]
 """
 from __future__ import annotations
 
@@ -213,9 +214,12 @@ def section_level1(b: Bench) -> dict[str, Any]:
 
     tasks = find_task_files(level1)
     out: dict[str, Any] = {}
-    res = b.cli(str(level1), *b.timing_args(), "--json", str(b.work / "l1_new.json"))
-    doc = _doc(res, b.work / "l1_new.json")
-    out["new"] = {**_slim(res), **_level_figures(doc)}
+    if "new" in b.args.level1_paths:
+        res = b.cli(str(level1), *b.timing_args(), "--json", str(b.work / "l1_new.json"))
+        doc = _doc(res, b.work / "l1_new.json")
+        out["new"] = {**_slim(res), **_level_figures(doc)}
+    if "old" not in b.args.level1_paths:
+        return out
     old_tasks = tasks[: b.args.old_limit] if b.args.old_limit else tasks
     folder = b.subset("l1_old", old_tasks) if b.args.old_limit else level1
     res = b.cli(str(folder), *b.timing_args(), "--isolation", "process", "--inputs", "cpu",
@@ -223,7 +227,8 @@ def section_level1(b: Bench) -> dict[str, Any]:
     doc = _doc(res, b.work / "l1_old.json")
     out["old"] = {**_slim(res), **_level_figures(doc), "tasks_run": len(old_tasks),
                   "wall_s_scaled_to_level": round(res["wall_s"] * len(tasks) / max(1, len(old_tasks)), 1)}
-    out["speedup_wall"] = round(out["old"]["wall_s_scaled_to_level"] / out["new"]["wall_s"], 2)
+    if "new" in out:
+        out["speedup_wall"] = round(out["old"]["wall_s_scaled_to_level"] / out["new"]["wall_s"], 2)
     return out
 
 
@@ -320,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=600.0, help="per-task limit passed to analyze")
     ap.add_argument("--old-limit", type=int, default=0, metavar="N",
                     help="time only the first N level-1 tasks on the old path and scale (0: all)")
+    ap.add_argument("--level1-paths", default="new,old",
+                    help="which paths the level1 section runs: new, old or both (to split a long run)")
     ap.add_argument("--bias-tasks", help="comma-separated task names for the bias section (default: first 10)")
     ap.add_argument("--bias-rounds", type=int, default=2)
     ap.add_argument("--pycache", help="PYTHONPYCACHEPREFIX folder (default: next to OUT.json)")

@@ -8,7 +8,6 @@ the runner's ``sys.path``, so the workers import it as they would the real backe
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 from pathlib import Path
 
