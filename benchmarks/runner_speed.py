@@ -204,7 +204,7 @@ def section_count(b: Bench) -> dict[str, Any]:
     for path, iso in (("new", "pool"), ("old", "process")):
         res = run([sys.executable, "-c", script, iso], b.env)
         total, ok = (res["stdout"].split() + ["0", "0"])[:2]
-        out[f"{path}_one_batch_250"] = {**_slim(res), "tasks": int(total), "ok": int(ok)}
+        out[f"{path}_one_batch"] = {**_slim(res), "tasks": int(total), "ok": int(ok)}
     return out
 
 
