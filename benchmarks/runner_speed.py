@@ -181,8 +181,9 @@ def _slim(res: dict[str, Any]) -> dict[str, Any]:
 # --- sections ------------------------------------------------------------------------------------------
 
 def section_count(b: Bench) -> dict[str, Any]:
-    out: dict[str, Any] = {"per_level": {}}
-    for n in (1, 2, 3):
+    levels = [int(n) for n in b.args.count_levels.split(",")]
+    out: dict[str, Any] = {"per_level": {}, "levels": levels}
+    for n in levels:
         row = {}
         for path, extra in (("new", []), ("old", ["--isolation", "process"])):
             res = b.cli(str(b.level(n)), "--gpu", "H200", "--json", *extra)
@@ -190,15 +191,15 @@ def section_count(b: Bench) -> dict[str, Any]:
             row[path] = {**_slim(res), "tasks": s.get("total"), "ok": s.get("ok")}
         out["per_level"][n] = row
     for path in ("new", "old"):
-        lv = [out["per_level"][n][path] for n in (1, 2, 3)]
-        out[f"{path}_three_commands"] = {"wall_s": round(sum(r["wall_s"] for r in lv), 2),
+        lv = [out["per_level"][n][path] for n in levels]
+        out[f"{path}_per_level_commands"] = {"wall_s": round(sum(r["wall_s"] for r in lv), 2),
                                          "peak_pss_mib": max(r["peak_pss_mib"] for r in lv),
                                          "peak_rss_sum_mib": max(r["peak_rss_sum_mib"] for r in lv)}
     script = ("import sys; from pathlib import Path\n"
               "from roofline_ext.model.gpu import resolve_gpu\n"
               "from roofline_ext.runner.batch import BatchOptions, run_batch\n"
               "from roofline_ext.tasks.loading import find_task_files\n"
-              f"paths = [p for n in (1, 2, 3) for p in find_task_files(Path({str(Path(b.args.kernelbench).resolve())!r}) / f'level{{n}}')]\n"
+              f"paths = [p for n in {tuple(levels)!r} for p in find_task_files(Path({str(Path(b.args.kernelbench).resolve())!r}) / f'level{{n}}')]\n"
               "rs = run_batch(paths, resolve_gpu('H200'), BatchOptions(isolation=sys.argv[1]))\n"
               "print(len(rs), sum(r['status'] == 'ok' for r in rs))\n")
     for path, iso in (("new", "pool"), ("old", "process")):
@@ -325,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=600.0, help="per-task limit passed to analyze")
     ap.add_argument("--old-limit", type=int, default=0, metavar="N",
                     help="time only the first N level-1 tasks on the old path and scale (0: all)")
+    ap.add_argument("--count-levels", default="1,2,3", help="the levels the count section counts")
     ap.add_argument("--level1-paths", default="new,old",
                     help="which paths the level1 section runs: new, old or both (to split a long run)")
     ap.add_argument("--bias-tasks", help="comma-separated task names for the bias section (default: first 10)")
