@@ -59,7 +59,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "machine's GPU, or H100 SXM without one; list: roofline-ext peaks)")
     p.add_argument("--json", nargs="?", const="-", default=None, metavar="OUT.json",
                    help="JSON instead of text: on stdout, or written to OUT.json")
-    p.add_argument("--csv", metavar="OUT.csv", help="also write results as CSV, one row per task")
+    p.add_argument("--csv", metavar="OUT.csv",
+                   help="also write results as CSV, one row per task (timed: one per candidate)")
     p.add_argument("--dtype", choices=DTYPES,
                    help="cast model and floating inputs first, as KernelBench's harness does")
     p.add_argument("--regime", choices=REGIMES, default="burst",
