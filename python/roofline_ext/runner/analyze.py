@@ -4,8 +4,10 @@
 Kept apart from the CLI so that timing (``--time``/``--new``) can add ``t_ref_ms``/``t_new_ms`` to
 :func:`analyze_task` and reuse the batch loop unchanged.
 
-Task files are user code and run in this process when loaded (see :mod:`roofline_ext.tasks.loading`).
-Each task's failure becomes a result with ``status: "error"`` and a one-line ``error``; the batch
+Task files are user code and run in this process when loaded (see :mod:`roofline_ext.tasks.loading`)
+unless :func:`analyze_task` is given counts made elsewhere: the CLI's batch runner
+(:mod:`roofline_ext.runner.batch`) counts in worker processes and only puts the counts on the roofs
+here; :func:`analyze_batch` is the in-process loop that ``--isolation process`` keeps. Each task's failure becomes a result with ``status: "error"`` and a one-line ``error``; the batch
 goes on, and each result is written to the output files as soon as it exists (temp file +
 ``os.replace``), so an interrupted batch keeps every task finished before the interruption.
 """
@@ -27,7 +29,7 @@ from ..peaks.cache import cached_peaks, find_cached
 from ..peaks.derived import derived_peaks_for_device
 from ..report.progress import Progress
 from ..report.writers import ResultsWriter
-from ..tasks.counting import count_task, require_torch
+from ..tasks.counting import Counts, count_task, require_torch
 from ..tasks.loading import TaskError, load_task, task_names
 
 __all__ = ["analyze_task", "analyze_batch", "calibration_for", "error_result", "measured_peaks_for"]
@@ -140,6 +142,16 @@ def _roof_dtype(counts) -> tuple[str, str | None]:
     return "torch.float32", "no floating-point tensors: the float32 roof is used"
 
 
+def _count_here(path: str | os.PathLike, dtype: str | None) -> Counts:
+    require_torch()  # before the task's own `import torch` fails with a less helpful message
+    with _task_sandbox():
+        task = load_task(path)
+        try:
+            return count_task(task, dtype)
+        finally:
+            task.unload()
+
+
 def analyze_task(
     path: str | os.PathLike,
     gpu: GpuChoice | str | None = None,
@@ -151,6 +163,7 @@ def analyze_task(
     t_new_ms: float | None = None,
     measured: Mapping[str, float] | None | bool = True,
     include_ops: bool = True,
+    counts: Counts | None = None,
 ) -> dict[str, Any]:
     """Count a task file and put it on the GPU's roofs. Returns a JSON-ready dict.
 
@@ -158,19 +171,15 @@ def analyze_task(
     ``fp32|fp16|bf16`` casts model and inputs first. ``t_ref_ms``/``t_new_ms``: times measured
     elsewhere (the timing layer), giving ``ref_roofline_frac``/``roofline_frac``. ``measured``:
     True looks up the calibration cache for this GPU and ``regime``; a mapping is used as is;
-    None/False means no measured roof. Raises ``TaskError`` for a bad task file.
+    None/False means no measured roof. ``counts``: the task's counts made elsewhere (the runner
+    counts in a worker process); the file is then not loaded here. Raises ``TaskError`` for a bad
+    task file.
     """
     if regime not in REGIMES:
         raise UserError(f"unknown regime {regime!r}; choose one of: {', '.join(REGIMES)}")
     choice = gpu if isinstance(gpu, GpuChoice) else resolve_gpu(gpu)
-    require_torch()  # before the task's own `import torch` fails with a less helpful message
-
-    with _task_sandbox():
-        task = load_task(path)
-        try:
-            counts = count_task(task, dtype)
-        finally:
-            task.unload()
+    if counts is None:
+        counts = _count_here(path, dtype)
     _require_output(counts)
 
     derived = None

@@ -2,15 +2,21 @@
 
 Both are built from the same ``get_init_inputs()`` under the same seed, run on the same inputs
 (``--dtype`` casts model and floating inputs), checked against each other with KernelBench's
-tolerances, then timed with the one event-timing loop (:mod:`roofline_ext.measure.timing`).
-Runs inside an isolated worker process (:mod:`roofline_ext.runner.isolation`).
+tolerances on several fresh input sets, then timed with the one event-timing loop
+(:mod:`roofline_ext.measure.timing`).
+
+Two ways in: the pool's timing worker runs :func:`time_reference` and :func:`time_candidate` as
+separate jobs (a candidate that crashes costs only its own job), and ``--isolation process`` runs
+:func:`time_task`, reference and candidate together, in a fresh interpreter per task
+(:mod:`roofline_ext.runner.isolation`).
 """
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..device.status import require_measurement
 from ..measure.timing import DEFAULT_SEED, DEFAULT_TRIALS, DEFAULT_WARMUP, L2Flush, _torch, time_callable
@@ -61,43 +67,53 @@ def compare(ref, new, tol: float) -> dict[str, Any]:
     return {"ok": True, "tolerance": tol, "max_abs_diff": max_abs}
 
 
-def _load_candidate(path: str | Path):
-    """``ModelNew`` from a candidate file (which need not define Model/get_inputs)."""
+_candidates = itertools.count(1)
+
+
+def _load_candidate(path: str | Path) -> tuple[type, Callable[[], None]]:
+    """``ModelNew`` from a candidate file (which need not define Model/get_inputs), and a function
+    that takes the file's module out of ``sys.modules`` again (a timing worker runs many files)."""
     try:
         task = load_task(path)
         if task.model_new_cls is None:
+            task.unload()
             raise TaskError(f"{path}: defines no `ModelNew`", kind="no-model", path=path)
-        return task.model_new_cls
+        return task.model_new_cls, task.unload
     except TaskError as exc:
         if exc.kind not in ("no-model", "no-get-inputs") or "ModelNew" in str(exc):
             raise
     # A candidate-only file: import it plainly; errors become one line, like a task's.
     p = Path(path)
-    spec = importlib.util.spec_from_file_location(f"_roofline_candidate_{p.stem}", str(p))
+    name = f"_roofline_candidate_{next(_candidates)}_{p.stem}"
+    spec = importlib.util.spec_from_file_location(name, str(p))
     mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[spec.name] = mod  # type: ignore[union-attr]
+    sys.modules[name] = mod
+
+    def unload() -> None:
+        sys.modules.pop(name, None)
+
     try:
         spec.loader.exec_module(mod)  # type: ignore[union-attr]
     except KeyboardInterrupt:
+        unload()
         raise
     except BaseException as exc:
+        unload()
         raise TaskError(f"{p}: loading failed: {type(exc).__name__}: {exc}", kind="import", path=p) from exc
     cls = getattr(mod, "ModelNew", None)
     if cls is None:
+        unload()
         raise TaskError(f"{p}: defines no `ModelNew`", kind="no-model", path=p)
-    return cls
+    return cls, unload
 
 
-def time_task(path: str | Path, *, new: str | Path | None = None, dtype: str | None = None,
-              trials: int = DEFAULT_TRIALS, warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED,
-              compile: bool = False, device: int = 0) -> dict[str, Any]:
-    """Time ``Model`` (and ``ModelNew`` from the task or ``new``) of a task file on CUDA device ``device``.
+# --- the pieces both timing paths use -------------------------------------------------------------
 
-    Returns a JSON-able dict: ``t_ref_ms``, ``t_new_ms`` (or None), ``t_compile_ms`` (with
-    ``compile``), per-variant timing stats, ``correctness`` of the candidate (and of the compiled
-    reference), ``speedup``, the dtype and tolerance used. Raises ``GpuUnavailableError`` without a
-    GPU and ``TaskError`` (one line) for a broken task.
-    """
+INPUT_PLACEMENTS = ("auto", "cpu")
+
+
+def _open(path: str | Path, dtype: str | None, device: int):
+    """The loaded task, its CUDA device and the ``--dtype`` cast (or None)."""
     tdtype = getattr(_torch(), task_dtype_name(dtype)) if dtype is not None else None
     # The task loads first: a file that is broken (or kills its process) is reported as such even on
     # a machine where the GPU check would fail next.
@@ -107,56 +123,230 @@ def time_task(path: str | Path, *, new: str | Path | None = None, dtype: str | N
     except BaseException:
         task.unload()
         raise
+    return task, _torch().device(f"cuda:{device}"), tdtype
+
+
+def _build(task, cls, init: list, dev, tdtype, seed: int, what: str):
+    """``cls(*init)`` under ``seed``, moved to ``dev`` (and cast), in eval mode."""
     torch = _torch()
-    dev = torch.device(f"cuda:{device}")
+    torch.manual_seed(seed)
+    model = task.call(cls, f"{what}(*get_init_inputs())", "init", *init)
+
+    def to_device(m):
+        return m.to(dev) if tdtype is None else m.to(dev, tdtype)
+
+    return task.call(to_device, f"{what}.to(cuda)", "init", model).eval()
+
+
+def make_inputs(task, dev, tdtype, seed: int, placement: str = "auto") -> tuple[list, str]:
+    """``get_inputs()`` under ``seed`` on ``dev``, and where they were made (``"gpu"`` or ``"cpu"``).
+
+    ``placement="auto"`` runs ``get_inputs()`` with ``dev`` as torch's default device, so the
+    task's factory calls (``torch.randn(...)``) fill the tensors on the GPU instead of filling
+    them on the CPU and copying; a ``get_inputs()`` that fails that way (it calls ``.numpy()``,
+    say) is run again on the CPU. ``"cpu"`` always makes them on the CPU, as the first versions
+    did. Either way the values depend only on the task, the seed and the placement, so a reference
+    and a candidate timed apart see the same inputs. Tensors still on the CPU are copied to ``dev``.
+    """
+    torch = _torch()
+    if placement not in INPUT_PLACEMENTS:
+        raise ValueError(f"input placement {placement!r}: choose one of {', '.join(INPUT_PLACEMENTS)}")
+    made = "cpu"
+    raw = None
+    if placement == "auto" and dev.type != "cpu":
+        torch.manual_seed(seed)
+        try:
+            with torch.device(dev):
+                raw = task.inputs()
+            made = "gpu" if all(t.device == dev for t in _tensors(raw)) else "cpu"
+        except TaskError:
+            raw = None
+    if raw is None:
+        torch.manual_seed(seed)
+        raw = task.inputs()
+    return _cast(raw, dev, tdtype), made
+
+
+def _tensors(obj) -> list:
+    torch = _torch()
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [t for o in obj for t in _tensors(o)]
+    return []
+
+
+def _tolerance(inputs: list, tdtype) -> tuple[Any, float]:
+    torch = _torch()
+    run_dtype = next((t.dtype for t in inputs if isinstance(t, torch.Tensor) and t.is_floating_point()),
+                     tdtype or torch.float32)
+    return run_dtype, TOLERANCES.get(str(run_dtype).replace("torch.", ""), 1e-4)
+
+
+def check_correctness(task, model, candidate, dev, tdtype, seed: int, trials: int,
+                      placement: str = "auto", first_inputs: list | None = None) -> dict[str, Any]:
+    """Reference and candidate on ``trials`` fresh input sets (seeds ``seed``, ``seed + 1``, ...),
+    compared with KernelBench's tolerance; stops at the first set that differs.
+
+    ``first_inputs``: the set for ``seed`` when the caller made it already (the timed one).
+    Returns :func:`compare`'s dict plus ``trials`` (sets run) and ``passed``.
+    """
+    passed, worst, verdict = 0, 0.0, None
+    for i in range(max(1, trials)):
+        inputs = first_inputs if (i == 0 and first_inputs is not None) else \
+            make_inputs(task, dev, tdtype, seed + i, placement)[0]
+        ref_out = task.call(model, "Model.forward", "forward", *inputs)
+        new_out = task.call(candidate, "ModelNew.forward", "forward", *inputs)
+        verdict = compare(ref_out, new_out, _tolerance(inputs, tdtype)[1])
+        del ref_out, new_out, inputs
+        worst = max(worst, verdict.get("max_abs_diff") or 0.0)
+        if not verdict["ok"]:
+            verdict["reason"] = f"input set {i + 1} of {trials}: {verdict['reason']}"
+            break
+        passed += 1
+    return {**verdict, "max_abs_diff": worst, "trials": passed + (0 if verdict["ok"] else 1), "passed": passed}
+
+
+def _time(fn, device: int, trials: int, warmup: int, flush) -> dict[str, Any]:
+    return time_callable(fn, device=device, trials=trials, warmup=warmup, flush=flush)
+
+
+def _header(path, dev, run_dtype, seed: int, made: str) -> dict[str, Any]:
+    torch = _torch()
+    return {"task": str(path), "device": torch.cuda.get_device_name(dev), "dtype": str(run_dtype),
+            "seed": seed, "inputs": made}
+
+
+# --- the timing worker's two jobs -----------------------------------------------------------------
+
+def time_reference(path: str | Path, *, dtype: str | None = None, trials: int = DEFAULT_TRIALS,
+                   warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED, compile: bool = False,
+                   device: int = 0, inputs: str = "auto") -> dict[str, Any]:
+    """Time the task's ``Model`` (and ``torch.compile(Model)`` with ``compile``) on ``device``.
+
+    Returns ``t_ref_ms``, ``reference`` (the timing statistics), the device, dtype, seed and where
+    the inputs were made; with ``compile`` also ``t_compile_ms``, ``compiled`` and
+    ``compiled_correctness``. Raises ``TaskError`` (one line) and ``GpuUnavailableError``.
+    """
+    torch = _torch()
+    task, dev, tdtype = _open(path, dtype, device)
     try:
-        new_cls = _load_candidate(new) if new is not None else task.model_new_cls
         torch.manual_seed(seed)
         init = task.init_inputs()
-        torch.manual_seed(seed)
-        model = task.build(init, "Model")
-        def to_device(m):
-            return m.to(dev) if tdtype is None else m.to(dev, tdtype)
-
-        model = task.call(to_device, "Model.to(cuda)", "init", model).eval()
-        candidate = None
-        if new_cls is not None:
-            torch.manual_seed(seed)
-            candidate = task.call(new_cls, "ModelNew(*get_init_inputs())", "init", *init)
-            candidate = task.call(to_device, "ModelNew.to(cuda)", "init", candidate).eval()
-        torch.manual_seed(seed)
-        inputs = _cast(task.inputs(), dev, tdtype)
-        run_dtype = next((t.dtype for t in inputs if isinstance(t, torch.Tensor) and t.is_floating_point()),
-                         tdtype or torch.float32)
-        tol = TOLERANCES.get(str(run_dtype).replace("torch.", ""), 1e-4)
+        model = _build(task, task.model_cls, init, dev, tdtype, seed, "Model")
+        args, made = make_inputs(task, dev, tdtype, seed, inputs)
+        run_dtype, tol = _tolerance(args, tdtype)
+        result = _header(path, dev, run_dtype, seed, made)
         flush = L2Flush(device)
-        result: dict[str, Any] = {"task": str(path), "candidate": str(new) if new else
-                                  ("ModelNew in task" if candidate is not None else None),
-                                  "device": torch.cuda.get_device_name(device), "dtype": str(run_dtype),
-                                  "seed": seed}
-        # no_grad, not inference_mode: inference tensors break some user code paths and FLOP counting.
         with torch.no_grad():
-            ref_out = task.call(model, "Model.forward", "forward", *inputs)
-            ref_t = time_callable(lambda: model(*inputs), device=device, trials=trials, warmup=warmup, flush=flush)
-            result["reference"] = ref_t
-            result["t_ref_ms"] = ref_t["median_ms"]
-            result["t_new_ms"] = None
-            if candidate is not None:
-                new_out = task.call(candidate, "ModelNew.forward", "forward", *inputs)
-                result["correctness"] = compare(ref_out, new_out, tol)
-                new_t = time_callable(lambda: candidate(*inputs), device=device, trials=trials,
-                                      warmup=warmup, flush=flush)
-                result["candidate_timing"] = new_t
-                result["t_new_ms"] = new_t["median_ms"]
-                result["speedup"] = ref_t["median_ms"] / new_t["median_ms"] if new_t["median_ms"] > 0 else None
+            ref_out = task.call(model, "Model.forward", "forward", *args)
+            result["reference"] = _time(lambda: model(*args), device, trials, warmup, flush)
+            result["t_ref_ms"] = result["reference"]["median_ms"]
             if compile:
-                compiled = torch.compile(model)
-                comp_out = task.call(compiled, "torch.compile(Model).forward", "forward", *inputs)
-                result["compiled_correctness"] = compare(ref_out, comp_out, tol)
-                comp_t = time_callable(lambda: compiled(*inputs), device=device, trials=trials,
-                                       warmup=max(warmup, 3), flush=flush)
-                result["compiled"] = comp_t
-                result["t_compile_ms"] = comp_t["median_ms"]
+                result.update(_time_compiled(task, model, args, ref_out, tol, device, trials, warmup, flush))
         return result
     finally:
         task.unload()
+
+
+def _time_compiled(task, model, args, ref_out, tol, device, trials, warmup, flush) -> dict[str, Any]:
+    torch = _torch()
+    compiled = torch.compile(model)
+    comp_out = task.call(compiled, "torch.compile(Model).forward", "forward", *args)
+    timing = _time(lambda: compiled(*args), device, trials, max(warmup, 3), flush)
+    return {"compiled_correctness": compare(ref_out, comp_out, tol), "compiled": timing,
+            "t_compile_ms": timing["median_ms"]}
+
+
+def time_candidate(path: str | Path, *, new: str | Path | None = None, dtype: str | None = None,
+                   trials: int = DEFAULT_TRIALS, warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED,
+                   device: int = 0, inputs: str = "auto", correct_trials: int = 5) -> dict[str, Any]:
+    """Check a candidate (``ModelNew`` of ``new``, or of the task file) against the task's ``Model`` on
+    ``correct_trials`` input sets, and time it when it is correct.
+
+    Returns ``correctness`` (:func:`check_correctness`), ``t_new_ms`` and ``candidate_timing`` (None
+    when incorrect: its time would mean nothing), the device, dtype, seed and input placement.
+    """
+    torch = _torch()
+    task, dev, tdtype = _open(path, dtype, device)
+    unload_candidate = None
+    try:
+        if new is not None:
+            new_cls, unload_candidate = _load_candidate(new)
+        elif task.model_new_cls is not None:
+            new_cls = task.model_new_cls
+        else:
+            raise TaskError(f"{path}: defines no `ModelNew` and no candidate file was given",
+                            kind="no-model", path=path)
+        torch.manual_seed(seed)
+        init = task.init_inputs()
+        model = _build(task, task.model_cls, init, dev, tdtype, seed, "Model")
+        candidate = _build(task, new_cls, init, dev, tdtype, seed, "ModelNew")
+        args, made = make_inputs(task, dev, tdtype, seed, inputs)
+        result = _header(path, dev, _tolerance(args, tdtype)[0], seed, made)
+        result["candidate"] = str(new) if new is not None else "ModelNew in task"
+        with torch.no_grad():
+            ok = check_correctness(task, model, candidate, dev, tdtype, seed, correct_trials, inputs, args)
+            result["correctness"] = ok
+            result["t_new_ms"] = result["candidate_timing"] = None
+            if ok["ok"]:
+                del model  # the reference's memory is the candidate's to use while it is timed
+                timing = _time(lambda: candidate(*args), device, trials, warmup, L2Flush(device))
+                result["candidate_timing"], result["t_new_ms"] = timing, timing["median_ms"]
+        return result
+    finally:
+        task.unload()
+        if unload_candidate is not None:
+            unload_candidate()
+
+
+# --- the one-process-per-task path (--isolation process) ------------------------------------------
+
+def time_task(path: str | Path, *, new: str | Path | None = None, dtype: str | None = None,
+              trials: int = DEFAULT_TRIALS, warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED,
+              compile: bool = False, device: int = 0, inputs: str = "cpu",
+              correct_trials: int = 1) -> dict[str, Any]:
+    """Time ``Model`` (and ``ModelNew`` from the task or ``new``) of a task file on CUDA device ``device``,
+    all in one process: what ``--isolation process`` runs in a fresh interpreter per task.
+
+    Returns a JSON-able dict: ``t_ref_ms``, ``t_new_ms`` (or None), ``t_compile_ms`` (with
+    ``compile``), per-variant timing stats, ``correctness`` of the candidate (and of the compiled
+    reference), ``speedup``, the dtype and tolerance used. The candidate is timed even when it is
+    incorrect (as the first versions did). Raises ``GpuUnavailableError`` without a GPU and
+    ``TaskError`` (one line) for a broken task.
+    """
+    torch = _torch()
+    task, dev, tdtype = _open(path, dtype, device)
+    unload_candidate = None
+    try:
+        new_cls = task.model_new_cls
+        if new is not None:
+            new_cls, unload_candidate = _load_candidate(new)
+        torch.manual_seed(seed)
+        init = task.init_inputs()
+        model = _build(task, task.model_cls, init, dev, tdtype, seed, "Model")
+        candidate = _build(task, new_cls, init, dev, tdtype, seed, "ModelNew") if new_cls is not None else None
+        args, made = make_inputs(task, dev, tdtype, seed, inputs)
+        run_dtype, tol = _tolerance(args, tdtype)
+        flush = L2Flush(device)
+        result = _header(path, dev, run_dtype, seed, made)
+        result["candidate"] = str(new) if new else ("ModelNew in task" if candidate is not None else None)
+        # no_grad, not inference_mode: inference tensors break some user code paths and FLOP counting.
+        with torch.no_grad():
+            ref_out = task.call(model, "Model.forward", "forward", *args)
+            result["reference"] = _time(lambda: model(*args), device, trials, warmup, flush)
+            result["t_ref_ms"] = result["reference"]["median_ms"]
+            result["t_new_ms"] = None
+            if candidate is not None:
+                result["correctness"] = check_correctness(task, model, candidate, dev, tdtype, seed,
+                                                          correct_trials, inputs, args)
+                new_t = _time(lambda: candidate(*args), device, trials, warmup, flush)
+                result["candidate_timing"], result["t_new_ms"] = new_t, new_t["median_ms"]
+                result["speedup"] = result["t_ref_ms"] / new_t["median_ms"] if new_t["median_ms"] > 0 else None
+            if compile:
+                result.update(_time_compiled(task, model, args, ref_out, tol, device, trials, warmup, flush))
+        return result
+    finally:
+        task.unload()
+        if unload_candidate is not None:
+            unload_candidate()

@@ -1,17 +1,23 @@
-"""``analyze --time``: GPU times of the reference and the candidate, put on every roof.
+"""``analyze --time``: GPU times of the reference and the candidates, put on every roof and scored.
 
-Timing runs in a subprocess per task (:mod:`roofline_ext.runner.isolation`), so an illegal memory access,
-an out-of-memory or a hang is recorded for that task and the batch goes on; counting runs here, as
-for plain ``analyze``, and the two meet in :func:`roofline_ext.runner.analyze.analyze_task`.
+Both runner paths end here. The pool (:mod:`roofline_ext.runner.batch`) times the reference and
+each candidate as jobs of their own and calls :func:`merge_timing`; ``--isolation process``
+(:func:`analyze_and_time`) times a task in a subprocess of its own (:mod:`roofline_ext.runner.isolation`),
+counts it in this process as the first versions did, and ends in the same :func:`merge_timing`,
+so the two paths give results of one shape.
+
+An incorrect candidate gets no fraction and no score; a candidate below a floor is flagged on that
+roof and not scored (:mod:`roofline_ext.runner.scoring`).
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from .analyze import GpuChoice, analyze_task
 from ..errors import RooflineError
+from .scoring import candidate_roofs, reference_flags
 
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -28,6 +34,95 @@ def _fraction(t_min: float | None, t: float | None) -> float | None:
     return t_min / t if t_min and t else None
 
 
+# --- one result from a reference timing and its candidates -----------------------------------------
+
+def candidate_record(candidate: str, sample: int | None, value: Mapping[str, Any] | None = None, *,
+                     kind: str | None = None, error: str | None = None, wall_s: float | None = None) -> dict[str, Any]:
+    """A candidate's record before scoring: ``value`` is what ``time_candidate`` returned, or
+    ``kind``/``error`` say why it could not be checked or timed."""
+    rec: dict[str, Any] = {"candidate": candidate, "sample": sample, "wall_s": wall_s}
+    if value is None:
+        return {**rec, "status": "error", "error_kind": kind, "error": error, "correct": None, "t_new_ms": None}
+    correct = bool((value.get("correctness") or {}).get("ok"))
+    return {**rec, "status": "ok", "correct": correct, "correctness": value.get("correctness"),
+            "t_new_ms": value.get("t_new_ms") if correct else None, "timing": value.get("candidate_timing")}
+
+
+def score_candidate(rec: dict[str, Any], roofs: Mapping[str, Any] | None, t_ref: float | None) -> dict[str, Any]:
+    """Add ``speedup``, per-roof ``fraction``/``score``/``below_floor`` and the ``below_floor`` roofs."""
+    t_new = rec.get("t_new_ms") if rec.get("correct") else None
+    rec["speedup"] = t_ref / t_new if t_ref and t_new else None
+    rec["roofs"] = candidate_roofs(roofs, t_ref, t_new) if t_new else {name: None for name in (roofs or {})}
+    rec["below_floor"] = [name for name, r in rec["roofs"].items() if r and r["below_floor"]]
+    return rec
+
+
+def merge_timing(analyze: Callable[[float | None, float | None], dict[str, Any]], reference: Mapping[str, Any],
+                 candidates: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The task's result with its times: ``analyze(t_ref_ms, t_new_ms)`` is :func:`analyze_task`
+    bound to the task; ``reference`` is ``time_reference``'s dict; ``candidates`` are
+    :func:`candidate_record`\\ s. With exactly one candidate the top-level ``t_new_ms``,
+    ``roofline_frac``, ``correct``, ``speedup`` and each roof's ``new_fraction``/``score`` are its own."""
+    single = candidates[0] if len(candidates) == 1 else None
+    t_ref = reference["t_ref_ms"]
+    result = analyze(t_ref, single["t_new_ms"] if single and single.get("correct") else None)
+    roofs = result.get("roofs") or {}
+    for rec in candidates:
+        score_candidate(rec, roofs, t_ref)
+    result["timing"] = dict(reference)
+    result["candidates"] = list(candidates)
+    result["correct"] = single.get("correct") if single else None
+    result["speedup"] = single.get("speedup") if single else None
+    result["t_compile_ms"] = reference.get("t_compile_ms")
+    if single is not None:
+        _single_candidate(result, single)
+    for roof in roofs.values():
+        if roof and reference.get("t_compile_ms"):
+            roof["compile_fraction"] = _fraction(roof.get("t_min_ms"), reference["t_compile_ms"])
+    _notes(result, candidates, roofs, t_ref)
+    return result
+
+
+def _single_candidate(result: dict[str, Any], rec: Mapping[str, Any]) -> None:
+    # What the one-candidate text report and the first JSON layout read.
+    result["timing"].update(candidate=rec["candidate"], correctness=rec.get("correctness"),
+                            candidate_timing=rec.get("timing"), t_new_ms=rec.get("t_new_ms"),
+                            speedup=rec.get("speedup"))
+    for name, roof in (result.get("roofs") or {}).items():
+        mine = (rec.get("roofs") or {}).get(name)
+        if roof:
+            roof["score"] = mine["score"] if mine else None
+            roof["new_below_floor"] = bool(mine and mine["below_floor"])
+    primary = (rec.get("roofs") or {}).get(result.get("primary_roof") or "")
+    result["score"] = primary["score"] if primary else None
+
+
+def _notes(result: dict[str, Any], candidates: Sequence[Mapping[str, Any]], roofs, t_ref) -> None:
+    notes = result.setdefault("notes", [])
+    for rec in candidates:
+        who = "the candidate" if len(candidates) == 1 else f"candidate {rec['candidate']}"
+        if rec["status"] != "ok":
+            notes.append(f"{who} failed ({rec['error_kind']}): {rec['error']}")
+        elif rec["correct"] is False:
+            notes.append(f"{who} is INCORRECT ({(rec.get('correctness') or {}).get('reason')}): "
+                         "no fraction, no score")
+        elif rec["below_floor"]:
+            notes.append(f"{who} is below the {', '.join(rec['below_floor'])} floor: not scored there; "
+                         "the FLOP/byte count or the peaks are wrong for this task")
+    beaten = reference_flags(roofs, t_ref)
+    if beaten:
+        notes.append(f"the reference is at or below the {', '.join(beaten)} floor: candidates cannot be "
+                     "scored there; the FLOP/byte count or the peaks are wrong for this task")
+    elif result.get("impossible"):
+        notes.append("a time is below a floor, the floor of the reference's operations: that code took an "
+                     "algebraic or structural shortcut, or the FLOP/byte counts or the peaks are wrong "
+                     "for this task")
+    if not roofs.get("measured"):
+        notes.append("no measured roof for this GPU: run `roofline-ext calibrate` once to add it")
+
+
+# --- the one-subprocess-per-task path (--isolation process) ----------------------------------------
+
 def analyze_and_time(
     path: str | os.PathLike,
     gpu: GpuChoice | str | None = None,
@@ -42,17 +137,19 @@ def analyze_and_time(
     compile: bool = False,
     device: int = 0,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    inputs: str = "cpu",
+    correct_trials: int = 1,
 ) -> dict[str, Any]:
-    """Time ``path`` on CUDA device ``device`` (isolated) and analyze it with those times.
+    """Time ``path`` on CUDA device ``device`` in a fresh subprocess and analyze it with those times.
 
-    The result is :func:`analyze_task`'s plus ``timing`` (per-variant statistics, correctness,
-    speed-up) and, per roof, the compiled reference's fraction when ``compile``. Raises
-    ``TimingError`` when the timing process failed, ``TaskError`` for a bad task file.
+    The result is :func:`merge_timing`'s. Raises ``TimingError`` when the timing process failed,
+    ``TaskError`` for a bad task file.
     """
     from .isolation import run_isolated
 
     kwargs = {"path": str(Path(path).resolve()), "new": str(Path(new).resolve()) if new else None,
-              "dtype": dtype, "trials": trials, "warmup": warmup, "compile": compile, "device": device}
+              "dtype": dtype, "trials": trials, "warmup": warmup, "compile": compile, "device": device,
+              "inputs": inputs, "correct_trials": correct_trials}
     outcome = run_isolated(kwargs, timeout_s=timeout_s)
     if not outcome["ok"]:
         if outcome["kind"] == "gpu-unavailable":
@@ -62,24 +159,12 @@ def analyze_and_time(
             raise GpuUnavailableError(availability())
         raise TimingError(f"{path}: timing failed: {outcome['error']}", outcome["kind"])
     timing = outcome["result"]
-    correct = (timing.get("correctness") or {}).get("ok")
-    result = analyze_task(path, gpu, dtype, regime=regime, strict_fp32=strict_fp32,
-                          t_ref_ms=timing["t_ref_ms"], t_new_ms=timing.get("t_new_ms"), measured=measured)
-    result["timing"] = timing
-    result["correct"] = correct
-    result["speedup"] = timing.get("speedup")
-    result["t_compile_ms"] = timing.get("t_compile_ms")
-    for roof in (result.get("roofs") or {}).values():
-        if roof and timing.get("t_compile_ms"):
-            roof["compile_fraction"] = _fraction(roof.get("t_min_ms"), timing["t_compile_ms"])
-    notes = result.setdefault("notes", [])
-    if correct is False:
-        notes.append(f"the candidate is INCORRECT ({timing['correctness'].get('reason')}); its time is "
-                     "reported but means nothing")
-    if result.get("impossible"):
-        notes.append("a time is below a floor, the floor of the reference's operations: that code took an "
-                     "algebraic or structural shortcut, or the FLOP/byte counts or the peaks are wrong "
-                     "for this task")
-    if not (result.get("roofs") or {}).get("measured"):
-        notes.append("no measured roof for this GPU: run `roofline-ext calibrate` once to add it")
-    return result
+    candidates = []
+    if timing.get("candidate") or timing.get("correctness"):
+        candidates.append(candidate_record(timing.get("candidate") or "ModelNew in task", None, timing))
+
+    def analyze(t_ref, t_new):
+        return analyze_task(path, gpu, dtype, regime=regime, strict_fp32=strict_fp32, t_ref_ms=t_ref,
+                            t_new_ms=t_new, measured=measured)
+
+    return merge_timing(analyze, timing, candidates)

@@ -8,13 +8,14 @@ would run yourself.
 One file: the roofline sentence and a short table, or with ``--json`` one JSON object on stdout
 (``--json OUT.json`` writes it to a file). A folder: every ``*.py`` task in it, a progress bar on
 stderr, results to ``--json OUT.json`` / ``--csv OUT.csv`` (rewritten after each task, so nothing
-finished is lost), a summary of failures, exit code 1 if any task failed. Several targets (files,
-folders, a shell glob) are one batch.
+finished is lost), a summary of failures, exit code 1 if any task failed.
 
-Every cheap check (targets, output paths, ``--plot``'s extension, the GPU name) runs before torch is
-imported, and every output path is checked before any task runs (:mod:`roofline_ext.report.outputs`).
+Every task is counted in a worker process of its own (forked from a server that has torch
+loaded), ``--jobs`` at a time, with a ``--timeout``; with ``--time`` the reference and each
+candidate are timed by one reused worker per GPU (docs/runner.md). ``--new DIR`` scores a folder of
+candidates (docs/scoring.md).
 
-The per-task and batch logic lives in :mod:`roofline_ext.runner.analyze`; this module parses arguments
+The per-task and batch logic lives in :mod:`roofline_ext.runner`; this module parses arguments
 and prints.
 """
 from __future__ import annotations
@@ -29,8 +30,11 @@ from ...errors import UserError
 from ...model.gpu import GpuChoice, resolve_gpu
 from ...peaks.units import TASK_DTYPES, UNIT, task_dtype_name
 from ...report.outputs import check_outputs
-from ...report.writers import ResultsWriter, dumps, public, summarize, write_atomic
-from ...runner.analyze import REGIMES, analyze_batch, analyze_task, calibration_for, measured_peaks_for
+from ...report.summary import BatchWriter, batch_summary, summary_table
+from ...report.writers import dumps, public, summarize, write_atomic
+from ...runner.analyze import REGIMES, calibration_for, measured_peaks_for
+from ...runner.batch import (DEFAULT_COUNT_TIMEOUT_S, DEFAULT_TIME_TIMEOUT_S, ISOLATIONS, BatchOptions, TaskFailed,
+                             TimingOptions, run_batch)
 
 DTYPES = tuple(TASK_DTYPES)
 
@@ -65,7 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "machine's GPU, or H100 SXM without one; list: roofline-ext peaks)")
     p.add_argument("--json", nargs="?", const="-", default=None, metavar="OUT.json",
                    help="JSON instead of text: on stdout, or written to OUT.json")
-    p.add_argument("--csv", metavar="OUT.csv", help="also write results as CSV, one row per task")
+    p.add_argument("--csv", metavar="OUT.csv",
+                   help="also write results as CSV, one row per task (timed: one per candidate)")
     p.add_argument("--dtype", type=_dtype, choices=DTYPES,
                    help="cast model and floating inputs first, as KernelBench's harness does")
     p.add_argument("--regime", choices=REGIMES, default="burst",
@@ -74,16 +79,30 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="float32 tasks against FP32 CUDA cores instead of TF32 tensor cores")
     p.add_argument("--no-progress", action="store_true", help="no progress bar for folders")
     p.add_argument("--plot", metavar="FILE", help="draw the task on the GPU's roofline (FILE.png or FILE.svg)")
-    t = p.add_argument_group("timing on the GPU (needs a GPU; each task runs in a subprocess of its own)")
+    p.add_argument("--summary-csv", metavar="OUT.csv", help="also write the batch summary as CSV")
+    r = p.add_argument_group("running tasks (each in a worker process; docs/runner.md)")
+    r.add_argument("--jobs", type=int, metavar="N", help="tasks counted at once (default: all cores)")
+    r.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help=f"per-task limit for counting and for each timing (default {DEFAULT_COUNT_TIMEOUT_S:g} s "
+                   f"counting, {DEFAULT_TIME_TIMEOUT_S:g} s timing)")
+    r.add_argument("--isolation", choices=ISOLATIONS, default="pool",
+                   help="pool: worker processes reused while a task leaves them as they were (default); fresh: "
+                   "a new worker for every task; process: the first versions' path, counting here and timing "
+                   "in a fresh interpreter per task, for comparison")
+    t = p.add_argument_group("timing on the GPU (needs a GPU; one timing worker per GPU)")
     t.add_argument("--time", action="store_true",
                    help="time Model (and ModelNew) with CUDA events and report each floor's fraction")
-    t.add_argument("--new", metavar="CANDIDATE.py",
-                   help="a file defining ModelNew to time against the task's Model (implies --time)")
+    t.add_argument("--new", metavar="CANDIDATE.py|DIR",
+                   help="a file defining ModelNew to time against the task's Model, or a folder of candidates "
+                   "matched to the tasks by file name or as level_L_problem_N_sample_S_kernel.py (implies --time)")
+    t.add_argument("--correct-trials", type=int, default=5, metavar="N",
+                   help="fresh input sets a candidate must match the reference on (default 5, as KernelBench)")
+    t.add_argument("--inputs", choices=("auto", "cpu"), default="auto",
+                   help="auto: make get_inputs() tensors on the GPU where its factory calls allow (default); "
+                   "cpu: make them on the CPU and copy, as the first versions did")
     t.add_argument("--compile", action="store_true", help="also time torch.compile(Model) (implies --time)")
     t.add_argument("--trials", type=int, default=100, help="timed trials per variant (default 100)")
     t.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
-    t.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
-                   help="per-task time limit for timing (default 600)")
     p.set_defaults(func=run)
 
 
@@ -126,16 +145,69 @@ def _task_paths(targets: list[str]) -> tuple[list[Path], bool]:
     return list(unique.values()), batch or len(unique) > 1
 
 
-def _check_args(args: argparse.Namespace, batch: bool) -> None:
+def _check_output_paths(args: argparse.Namespace, paths: list[Path]) -> None:
+    """Every output path, before any work: never a device, FIFO or folder, never an input of this
+    run (a task, the candidate, a cached calibration), never the same file twice."""
+    from ...peaks.cache import cache_dir
+
+    cache = cache_dir()
+    cached = sorted(cache.glob("calibration-*.json")) if cache.is_dir() else []
+    json_file = args.json if args.json != "-" else None
+    new = Path(args.new) if args.new else None
+    candidates = sorted(new.glob("*.py")) if new is not None and new.is_dir() else ([new] if new else [])
+    check_outputs({"--json": json_file, "--csv": args.csv, "--plot": args.plot, "--summary-csv": args.summary_csv},
+                  reads=[*paths, *candidates, *cached])
+
+
+def run(args: argparse.Namespace) -> int:
+    _fix_json_target(args)
+    paths, batch = _task_paths(args.targets)
     if args.new or args.compile:
         args.time = True
-    if args.new and batch:
-        raise UserError("--new takes one task file, not a batch (a folder's tasks may define ModelNew)")
-    if args.new and not Path(args.new).is_file():
-        what = "not a regular file" if Path(args.new).exists() else "no such candidate file"
-        raise UserError(f"{args.new}: {what}")
-    if args.trials < 1:
-        raise UserError("--trials must be at least 1")
+    _check_run_options(args, paths, batch)
+    _check_output_paths(args, paths)
+    gpu = resolve_gpu(args.gpu)
+    if args.time:
+        from ...device.status import require_measurement
+
+        require_measurement(args.device)  # exit 3 with the reason, before any task runs
+    _need_torch(args)
+    if gpu.note:
+        print(f"roofline-ext: note: {gpu.note}", file=sys.stderr)
+    if batch:
+        return _run_batch(args, paths, gpu)
+    return _run_one(args, paths[0], gpu)
+
+
+def _need_torch(args: argparse.Namespace) -> None:
+    """Without torch no task can be counted: say so once, up front. The pool's workers import it,
+    so this process only checks that it is there."""
+    import importlib.util
+
+    from ...tasks.counting import require_torch
+
+    if args.isolation == "process" or importlib.util.find_spec("torch") is None:
+        require_torch()
+
+
+def _check_run_options(args: argparse.Namespace, paths: list[Path], batch: bool) -> None:
+    new = Path(args.new) if args.new else None
+    if new is not None and not new.exists():
+        raise UserError(f"{args.new}: no such candidate file or folder")
+    if new is not None and not new.is_dir() and not new.is_file():
+        raise UserError(f"{args.new}: not a regular file or a folder")
+    if new is not None and batch and not new.is_dir():
+        raise UserError("--new takes one task file, or with a folder of tasks a folder of candidates")
+    if args.new and Path(args.new).is_dir() and args.isolation == "process":
+        raise UserError("--new DIR needs the pool (leave out --isolation process)")
+    for flag, value, least in (("--trials", args.trials, 1), ("--jobs", args.jobs, 1),
+                               ("--correct-trials", args.correct_trials, 1)):
+        if value is not None and value < least:
+            raise UserError(f"{flag} must be at least {least}")
+    if args.timeout is not None and not args.timeout > 0:
+        raise UserError("--timeout must be more than 0 seconds")
+    if args.summary_csv and not batch:
+        raise UserError("--summary-csv is for folders (a batch)")
     if args.plot is not None:
         if batch:
             raise UserError("--plot takes one task file, not a batch")
@@ -145,73 +217,77 @@ def _check_args(args: argparse.Namespace, batch: bool) -> None:
         _matplotlib()  # installed? Known now, not after the analysis
 
 
-def _check_output_paths(args: argparse.Namespace, paths: list[Path]) -> None:
-    """Every output path, before any work: never a device, FIFO or folder, never an input of this
-    run (a task, the candidate, a cached calibration), never the same file twice."""
-    from ...peaks.cache import cache_dir
+def _candidates(args: argparse.Namespace, paths: list[Path]):
+    """task -> its candidates from ``--new``, or None (each task's own ModelNew)."""
+    if not args.new:
+        return None
+    from ...runner.candidates import Candidate, match_candidates
 
-    cache = cache_dir()
-    cached = sorted(cache.glob("calibration-*.json")) if cache.is_dir() else []
-    json_file = args.json if args.json != "-" else None
-    check_outputs({"--json": json_file, "--csv": args.csv, "--plot": args.plot},
-                  reads=[*paths, args.new, *cached])
+    new = Path(args.new)
+    if not new.is_dir():
+        return {paths[0]: [Candidate(new)]}
+    matched, unmatched = match_candidates(paths, new)
+    if unmatched:
+        shown = ", ".join(p.name for p in unmatched[:5]) + (" ..." if len(unmatched) > 5 else "")
+        print(f"roofline-ext: note: {len(unmatched)} file(s) in {new} match no task: {shown}", file=sys.stderr)
+    if not matched:
+        raise UserError(f"{new}: no candidate file matches a task (same file name, or "
+                        "level_L_problem_N_sample_S_kernel.py)")
+    return matched
 
 
-def run(args: argparse.Namespace) -> int:
-    _fix_json_target(args)
-    paths, batch = _task_paths(args.targets)
-    _check_args(args, batch)
-    _check_output_paths(args, paths)
-    gpu = resolve_gpu(args.gpu)
+def _options(args: argparse.Namespace, gpu: GpuChoice, paths: list[Path]) -> BatchOptions:
+    timing = None
     if args.time:
-        from ...device.status import require_measurement
-
-        require_measurement(args.device)  # exit 3 with the reason, before any task runs
-    from ...tasks.counting import require_torch
-
-    require_torch()  # once, up front: without torch no task of a batch could be counted
-    if gpu.note:
-        print(f"roofline-ext: note: {gpu.note}", file=sys.stderr)
-    if batch:
-        return _run_batch(args, paths, gpu)
-    return _run_one(args, paths[0], gpu)
+        timing = TimingOptions(trials=args.trials, compile=args.compile, devices=(args.device,),
+                               inputs=args.inputs, correct_trials=args.correct_trials,
+                               timeout_s=args.timeout or DEFAULT_TIME_TIMEOUT_S)
+    return BatchOptions(dtype=args.dtype, regime=args.regime, strict_fp32=args.strict_fp32,
+                        measured=_measured_peaks_for(gpu, args.regime), jobs=args.jobs,
+                        count_timeout_s=args.timeout or DEFAULT_COUNT_TIMEOUT_S, timing=timing,
+                        candidates=_candidates(args, paths), isolation=args.isolation, debug=args.debug)
 
 
 # --- one task ---------------------------------------------------------------------------------------
 
-def _analyze_fn(args: argparse.Namespace):
-    """analyze_task, or with --time the timed variant bound to the timing options."""
-    if not args.time:
-        return analyze_task
-    import functools
-
-    from ...runner.timed import analyze_and_time
-
-    return functools.partial(analyze_and_time, new=args.new, trials=args.trials, compile=args.compile,
-                             device=args.device, timeout_s=args.timeout)
-
-
 def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
-    measured = _measured_peaks_for(gpu, args.regime)
-    result = _analyze_fn(args)(target, gpu, args.dtype, regime=args.regime, strict_fp32=args.strict_fp32,
-                               measured=measured)
-    if args.plot is not None:
+    result = run_batch([target], gpu, _options(args, gpu, [target]))[0]
+    if result["status"] != "ok":
+        raise TaskFailed(result["error"], result.get("error_kind"))
+    if args.plot:
         from ...report.charts import plot_task
 
         # The chart draws the roofs the analysis used: this card's calibration, found by UUID.
         cal = calibration_for(gpu) if (result.get("roofs") or {}).get("measured") else None
         print(f"roofline-ext: chart written to {plot_task(public(result), args.plot, cal)}", file=sys.stderr)
     if args.csv:
-        ResultsWriter(csv_path=args.csv).add(result)
+        BatchWriter(csv_path=args.csv, meta={"timed": bool(args.time)}).add(result)
+    failed = _failed_candidates([result])
     if args.json is not None:
         text = dumps(public(result), indent=2)
         if args.json == "-":
             print(text)
         else:
             write_atomic(Path(args.json), text + "\n")
-        return 0
+        return 1 if failed else 0
     print(_text_report(result, gpu))
-    return 0
+    return 1 if failed else 0
+
+
+def _failed_candidates(results: list[dict[str, Any]]) -> int:
+    return sum(1 for r in results for c in r.get("candidates") or () if c.get("status") != "ok")
+
+
+def _candidate_line(c: Mapping[str, Any]) -> str:
+    if c.get("status") != "ok":
+        return f"FAILED ({c.get('error_kind')}): {c.get('error')}"
+    ok = c.get("correctness") or {}
+    if not c.get("correct"):
+        return f"INCORRECT: {ok.get('reason')}"
+    t = c.get("timing") or {}
+    speedup = f"; speed-up {c['speedup']:.3g}x" if c.get("speedup") else ""
+    return (f"{t.get('median_ms', 0):.4g} ms median (best {t.get('best_ms', 0):.4g}, CV {t.get('cv', 0):.1%}); "
+            f"correct on {ok.get('passed')} input set(s) at atol=rtol={ok.get('tolerance', 0):g}{speedup}")
 
 
 def _si(value: float, unit: str) -> str:
@@ -268,13 +344,9 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
         ref = timing["reference"]
         rows.append(("PyTorch", f"{ref['median_ms']:.4g} ms median (best {ref['best_ms']:.4g}, CV "
                                 f"{ref['cv']:.1%}, {ref['trials']} trials, L2 flushed) on {timing['device']}"))
-        if timing.get("t_new_ms") is not None:
-            c = timing["candidate_timing"]
-            ok = timing["correctness"]
-            verdict = (f"correct at atol=rtol={ok['tolerance']:g}" if ok["ok"]
-                       else f"INCORRECT: {ok.get('reason')}")
-            rows.append(("yours", f"{c['median_ms']:.4g} ms median (best {c['best_ms']:.4g}, CV {c['cv']:.1%}); "
-                                  f"{verdict}; speed-up {timing['speedup']:.3g}x"))
+        for c in result.get("candidates") or ():
+            rows.append(("yours" if len(result["candidates"]) == 1 else str(c.get("sample") or c["candidate"]),
+                         _candidate_line(c)))
         if timing.get("t_compile_ms") is not None:
             rows.append(("torch.compile", f"{timing['t_compile_ms']:.4g} ms median"))
     ops = [(name, v) for name, v in (result.get("by_op") or {}).items() if v["flops"] or v["simt_flops"]]
@@ -286,7 +358,7 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
     header = ("roof", "compute TFLOP/s", "SIMT TFLOP/s", "TB/s", "compute ms", "SIMT ms", "memory ms",
               "floor ms", "bound")
     if timing:
-        header = header[:-1] + ("PyTorch %", "yours %", "bound")
+        header = header[:-1] + ("PyTorch %", "yours %", "score", "bound")
     table = [header]
 
     def pct(x: float | None) -> str:
@@ -300,7 +372,9 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
         row = (name, _peak(roof["compute_tflops"]), _peak(roof["simt_tflops"]), _peak(roof["bandwidth_tbps"]),
                _ms(roof["t_compute_ms"]), _ms(roof["t_simt_ms"]), _ms(roof["t_memory_ms"]), _ms(roof["t_min_ms"]))
         if timing:
-            row += (pct(roof.get("ref_fraction")), pct(roof.get("new_fraction")))
+            score = roof.get("score")
+            row += (pct(roof.get("ref_fraction")), pct(roof.get("new_fraction")),
+                    "below floor" if roof.get("new_below_floor") else ("-" if score is None else f"{score:.3f}"))
         table.append(row + (roof["bound"],))
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
     lines.append("")
@@ -317,27 +391,47 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
 def _run_batch(args: argparse.Namespace, paths: list[Path], gpu: GpuChoice) -> int:
     json_file = args.json if args.json not in (None, "-") else None
     meta = {"gpu": gpu.name, "gpu_source": gpu.source, "regime": args.regime, "dtype": args.dtype,
-            "strict_fp32": args.strict_fp32, "folder": str(Path(args.targets[0])) if len(args.targets) == 1 else None,
-            "targets": list(args.targets), "timed": bool(args.time)}
-    writer = ResultsWriter(json_file, args.csv, meta=meta)
-    results = analyze_batch(paths, gpu, args.dtype, regime=args.regime, strict_fp32=args.strict_fp32,
-                            writer=writer, progress=not args.no_progress, debug=args.debug,
-                            measured=_measured_peaks_for(gpu, args.regime), analyze=_analyze_fn(args))
+            "strict_fp32": args.strict_fp32,
+            "folder": str(Path(args.targets[0])) if len(args.targets) == 1 else None,
+            "targets": list(args.targets), "timed": bool(args.time), "isolation": args.isolation}
+    writer = BatchWriter(json_file, args.csv, meta=meta, summary_csv_path=args.summary_csv)
+    try:
+        results = run_batch(paths, gpu, _options(args, gpu, paths), writer=writer, progress=not args.no_progress)
+    except KeyboardInterrupt:
+        if args.json == "-":  # what finished is kept, on stdout as in the files
+            print(dumps(writer.document(complete=False), indent=1))
+        raise
     writer.flush(complete=True)
     if args.json == "-":
         print(dumps(writer.document(complete=True), indent=1))
     elif not json_file and not args.csv:
         print(_batch_table(results))
     summary = summarize(results)
-    _print_summary(summary, json_file, args.csv)
-    return 1 if summary["failed"] else 0
+    _print_summary(summary, json_file, args.csv, results)
+    return 1 if summary["failed"] or _failed_candidates(results) else 0
+
+
+def _best(r: Mapping[str, Any]) -> tuple[str, str, str]:
+    """A task's candidates in the batch table: correct of all, best speed-up, its score."""
+    cands = r.get("candidates") or []
+    if not cands:
+        return "-", "-", "-"
+    correct = [c for c in cands if c.get("correct") and c.get("speedup")]
+    best = max(correct, key=lambda c: c["speedup"], default=None)
+    roof = ((best or {}).get("roofs") or {}).get(r.get("primary_roof") or "") or {}
+    score = "below floor" if roof.get("below_floor") else ("-" if roof.get("score") is None else f"{roof['score']:.3f}")
+    return (f"{sum(1 for c in cands if c.get('correct'))}/{len(cands)}",
+            f"{best['speedup']:.3g}x" if best else "-", score)
 
 
 def _batch_table(results: list[dict[str, Any]]) -> str:
     timed = any(r.get("timing") for r in results)
+    scored = any(r.get("candidates") for r in results)
     header = ("task", "GFLOP", "SIMT GFLOP", "MB", "dtype", "floor ms", "bound")
     if timed:
         header += ("PyTorch ms", "% datasheet", "% measured")
+    if scored:
+        header += ("correct", "best speed-up", "score")
     rows = [header]
 
     def frac(r: Mapping[str, Any], roof: str) -> str:
@@ -352,6 +446,8 @@ def _batch_table(results: list[dict[str, Any]]) -> str:
                str(r["compute_dtype"]).replace("torch.", ""), _ms(r["t_min_ms"]), r["bound"] or "-")
         if timed:
             row += (_ms(r.get("t_ref_ms")), frac(r, "datasheet"), frac(r, "measured"))
+        if scored:
+            row += _best(r)
         rows.append(row)
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
     out = []
@@ -361,7 +457,8 @@ def _batch_table(results: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def _print_summary(summary: Mapping[str, Any], json_file: str | None, csv_file: str | None) -> None:
+def _print_summary(summary: Mapping[str, Any], json_file: str | None, csv_file: str | None,
+                   results: list[dict[str, Any]]) -> None:
     err = sys.stderr
     written = [f for f in (json_file, csv_file) if f]
     where = f"; results in {' and '.join(written)}" if written else ""
@@ -369,3 +466,9 @@ def _print_summary(summary: Mapping[str, Any], json_file: str | None, csv_file: 
           f"{summary['failed']} failed{where}", file=err)
     for f in summary["failures"]:
         print(f"  FAILED {f['task']}: {f['error']}", file=err)
+    for r in results:
+        for c in r.get("candidates") or ():
+            if c.get("status") != "ok":
+                print(f"  FAILED {r['task']} candidate {c['candidate']}: {c.get('error')}", file=err)
+    if any(r.get("timing") for r in results):
+        print(summary_table(batch_summary(results)), file=err)

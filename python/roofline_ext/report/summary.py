@@ -1,0 +1,189 @@
+"""The summary of a batch, in JSON, CSV and a table, and the writer that keeps a batch's files.
+
+The summary: tasks ok/failed; candidates checked, correct, incorrect, failed and below a floor; the
+geometric-mean speed-up of the correct candidates (and of each task's best one); per roof the
+median fraction of the floor reached by the references and by the correct candidates, and the
+median speed-of-light score (docs/scoring.md). Wall times: the sum and median per task.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import statistics
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..model.floors import ROOF_NAMES
+from .writers import CSV_COLUMNS, ResultsWriter, _csv_row, dumps, summarize, write_atomic
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    xs = [v for v in values if v is not None]
+    return statistics.median(xs) if xs else None
+
+
+def _geomean(values: Iterable[float | None]) -> float | None:
+    xs = [v for v in values if v is not None and v > 0]
+    return math.exp(statistics.fmean(math.log(v) for v in xs)) if xs else None
+
+
+def _candidates(results: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [c for r in results if r.get("status") == "ok" for c in r.get("candidates") or ()]
+
+
+def _roof(obj: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    return (obj.get("roofs") or {}).get(name) or {}
+
+
+def batch_summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The batch's figures (keys below); None where there is nothing to take a figure of."""
+    ok = [r for r in results if r.get("status") == "ok"]
+    timed = [r for r in ok if r.get("t_ref_ms")]
+    cands = _candidates(results)
+    correct = [c for c in cands if c.get("correct")]
+    best = [max((c["speedup"] for c in r.get("candidates") or () if c.get("correct") and c.get("speedup")),
+                default=None) for r in timed]
+    walls = [r.get("wall_s") for r in results]
+    return {
+        "tasks": {"total": len(results), "ok": len(ok), "failed": len(results) - len(ok), "timed": len(timed)},
+        "candidates": {"total": len(cands), "correct": len(correct),
+                       "incorrect": sum(1 for c in cands if c.get("correct") is False),
+                       "failed": sum(1 for c in cands if c.get("status") != "ok"),
+                       "below_floor": sum(1 for c in correct if c.get("below_floor"))},
+        "speedup_geomean": _geomean(c.get("speedup") for c in correct),
+        "speedup_geomean_best_per_task": _geomean(best),
+        "roofs": {name: {
+            "reference_fraction_median": _median(_roof(r, name).get("ref_fraction") for r in timed),
+            "candidate_fraction_median": _median((_roof(c, name).get("fraction")) for c in correct),
+            "score_median": _median(_roof(c, name).get("score") for c in correct),
+            "scored": sum(1 for c in correct if _roof(c, name).get("score") is not None),
+        } for name in ROOF_NAMES},
+        "wall_s": {"sum": sum(w for w in walls if w is not None) if any(w is not None for w in walls) else None,
+                   "median_per_task": _median(walls)},
+    }
+
+
+# --- CSV and table ----------------------------------------------------------------------------------
+
+def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
+    """``(figure, roof or "", value)`` rows: the CSV's lines and the table's cells."""
+    t, c = summary["tasks"], summary["candidates"]
+    rows: list[tuple[str, str, Any]] = [(f"tasks_{k}", "", v) for k, v in t.items()]
+    rows += [(f"candidates_{k}", "", v) for k, v in c.items()]
+    rows += [("speedup_geomean", "", summary["speedup_geomean"]),
+             ("speedup_geomean_best_per_task", "", summary["speedup_geomean_best_per_task"])]
+    for name, figures in summary["roofs"].items():
+        rows += [(key, name, value) for key, value in figures.items()]
+    rows += [(f"wall_s_{k}", "", v) for k, v in summary["wall_s"].items()]
+    return rows
+
+
+def summary_csv(summary: Mapping[str, Any]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(("figure", "roof", "value"))
+    for figure, roof, value in summary_rows(summary):
+        w.writerow((figure, roof, "" if value is None else value))
+    return buf.getvalue()
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.0%}"
+
+
+def summary_table(summary: Mapping[str, Any]) -> str:
+    """The summary as lines of text (what ``analyze DIR`` prints at the end)."""
+    t, c = summary["tasks"], summary["candidates"]
+    lines = [f"tasks       {t['total']}: {t['ok']} ok, {t['failed']} failed, {t['timed']} timed"]
+    if c["total"]:
+        lines.append(f"candidates  {c['total']}: {c['correct']} correct, {c['incorrect']} incorrect, "
+                     f"{c['failed']} failed; {c['below_floor']} below a floor (not scored)")
+    g, gb = summary["speedup_geomean"], summary["speedup_geomean_best_per_task"]
+    if g is not None:
+        lines.append(f"speed-up    geometric mean {g:.3g}x over the correct candidates"
+                     + (f", {gb:.3g}x taking each task's best" if gb is not None else ""))
+    roofs = [n for n in ROOF_NAMES if any(v is not None for k, v in summary["roofs"][n].items() if k != "scored")]
+    if roofs:
+        rows = [("median", *roofs),
+                ("reference, fraction of floor", *(_pct(summary["roofs"][n]["reference_fraction_median"]) for n in roofs)),
+                ("candidates, fraction of floor", *(_pct(summary["roofs"][n]["candidate_fraction_median"]) for n in roofs)),
+                ("candidates, SOL score", *("-" if summary["roofs"][n]["score_median"] is None
+                                            else f"{summary['roofs'][n]['score_median']:.3f}" for n in roofs))]
+        widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+        for r in rows:
+            lines.append("  " + "  ".join([str(r[0]).ljust(widths[0])] +
+                                          [str(x).rjust(w) for x, w in zip(r[1:], widths[1:])]))
+    w = summary["wall_s"]
+    if w["sum"] is not None:
+        lines.append(f"wall        {w['sum']:.1f} s over all tasks, median {w['median_per_task']:.2f} s per task")
+    return "\n".join(lines)
+
+
+# --- the batch's files ------------------------------------------------------------------------------
+
+TIMED_COLUMNS = ("wall_s", "t_ref_ms", "t_compile_ms", "candidate", "sample", "candidate_status", "correct",
+                 "t_new_ms", "speedup") + tuple(
+    f"{roof}_{key}" for roof in ROOF_NAMES for key in ("ref_fraction", "new_fraction", "score", "below_floor"))
+
+
+def _timed_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    base = _csv_row(result)
+    base.update(wall_s=result.get("wall_s"), t_ref_ms=result.get("t_ref_ms"), t_compile_ms=result.get("t_compile_ms"))
+    for roof in ROOF_NAMES:
+        base[f"{roof}_ref_fraction"] = _roof(result, roof).get("ref_fraction")
+    rows = []
+    for c in result.get("candidates") or [None]:
+        row = dict(base)
+        if c is not None:
+            row.update(candidate=c.get("candidate"), sample=c.get("sample"), candidate_status=c.get("status"),
+                       correct=c.get("correct"), t_new_ms=c.get("t_new_ms"), speedup=c.get("speedup"))
+            for roof in ROOF_NAMES:
+                mine = _roof(c, roof)
+                row.update({f"{roof}_new_fraction": mine.get("fraction"), f"{roof}_score": mine.get("score"),
+                            f"{roof}_below_floor": mine.get("below_floor")})
+        rows.append({k: ("" if row.get(k) is None else row[k]) for k in CSV_COLUMNS + TIMED_COLUMNS})
+    return rows
+
+
+class BatchWriter(ResultsWriter):
+    """:class:`ResultsWriter` for results that finish out of order: each comes with its task's
+    index and the files list tasks in that order. The JSON summary adds :func:`batch_summary`; a
+    timed batch's CSV has the timing columns and one row per candidate; ``summary_csv_path`` gets
+    :func:`summary_csv`."""
+
+    def __init__(self, json_path=None, csv_path=None, meta=None, summary_csv_path=None) -> None:
+        super().__init__(json_path, csv_path, meta)
+        self.summary_csv_path = Path(summary_csv_path) if summary_csv_path else None
+        self._order: list[int] = []
+
+    def add(self, result: Mapping[str, Any], index: int | None = None) -> None:
+        index = len(self._order) if index is None else index
+        at = sum(1 for i in self._order if i < index)
+        self._order.insert(at, index)
+        self.results.insert(at, dict(result))
+        self.flush(complete=False)
+
+    def document(self, complete: bool) -> dict[str, Any]:
+        doc = super().document(complete)
+        doc["summary"] = {**summarize(self.results), **batch_summary(self.results)}
+        return doc
+
+    def flush(self, complete: bool) -> None:
+        if self.json_path:
+            write_atomic(self.json_path, dumps(self.document(complete), indent=1) + "\n")
+        if self.csv_path:
+            write_atomic(self.csv_path, self._csv())
+        if self.summary_csv_path:
+            write_atomic(self.summary_csv_path, summary_csv(batch_summary(self.results)))
+
+    def _csv(self) -> str:
+        timed = bool(self.meta.get("timed"))
+        columns = CSV_COLUMNS + (TIMED_COLUMNS if timed else ())
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n")
+        w.writeheader()
+        for r in self.results:
+            for row in (_timed_rows(r) if timed else [_csv_row(r)]):
+                w.writerow(row)
+        return buf.getvalue()

@@ -1,0 +1,361 @@
+"""A batch of tasks (or one) through the pool: every task counted, then the counted ones timed.
+
+Counting runs first, ``jobs`` tasks at a time in reused counting workers (:mod:`.pool`); its
+results are final for a batch without ``--time``. Timing starts when counting is done, so no counting
+worker competes with a timing for the CPU that launches its kernels: the reference and each
+candidate are separate jobs for the GPU's one timing worker, and a task's result is written when
+its last job is in. A task whose count failed is not timed.
+
+Each result goes to the writer as soon as it exists (in task order in the files), the progress bar
+shows what is in hand, and what a task printed is shown on stderr. Ctrl-C stops the batch: the
+pool kills its workers and every result finished before it stays written.
+
+``isolation="fresh"`` gives every job a worker of its own (slower; no two tasks share a process).
+``isolation="process"`` runs the first versions' path instead, for comparison: counting in this
+process and timing in a fresh interpreter per task (:func:`.timed.analyze_and_time`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..errors import GpuUnavailableError, RooflineError
+from ..model.gpu import GpuChoice
+from ..tasks.counting import Counts
+from ..tasks.loading import task_names
+from .analyze import analyze_batch, analyze_task, error_result
+from .candidates import Candidate
+from .jobs import COUNT, GPU_BACKEND, TIME_CANDIDATE, TIME_REFERENCE
+from .pool import Job, Outcome, Pool
+from .timed import analyze_and_time, candidate_record, merge_timing
+
+ISOLATIONS = ("pool", "fresh", "process")
+# What timing jobs run, by name, in the timing workers. Module-level so that tests can point them
+# at CPU stand-ins (the workers import the names; nothing here is called in this process).
+TIMING_BACKEND = GPU_BACKEND
+TIME_REFERENCE_FN = TIME_REFERENCE
+TIME_CANDIDATE_FN = TIME_CANDIDATE
+DEFAULT_COUNT_TIMEOUT_S = 60.0
+DEFAULT_TIME_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class TimingOptions:
+    """``--time``: trials per variant, ``compile``, the GPUs (one timing worker each), where inputs
+    are made (``auto``: on the GPU when ``get_inputs()`` allows), correctness input sets, and the
+    per-job time limit."""
+
+    trials: int = 100
+    warmup: int = 10
+    compile: bool = False
+    devices: tuple[int, ...] = (0,)
+    inputs: str = "auto"
+    correct_trials: int = 5
+    timeout_s: float = DEFAULT_TIME_TIMEOUT_S
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """What every task of a batch is analyzed with. ``measured``: calibrated peaks (already looked
+    up) or None. ``candidates``: task -> its candidates (``--new``); None means each task's own
+    ``ModelNew``, if it has one. ``timing`` None counts only."""
+
+    dtype: str | None = None
+    regime: str = "burst"
+    strict_fp32: bool = False
+    measured: Mapping[str, float] | None = None
+    jobs: int | None = None
+    count_timeout_s: float = DEFAULT_COUNT_TIMEOUT_S
+    timing: TimingOptions | None = None
+    candidates: Mapping[Path, Sequence[Candidate]] | None = None
+    isolation: str = "pool"
+    debug: bool = False
+    backend: str | None = None  # the timing workers' setup/cleanup module; None: TIMING_BACKEND
+
+
+class TaskFailed(RooflineError):
+    """The one task of a single-task run failed: its one-line reason and ``kind``."""
+
+    def __init__(self, message: str, kind: str | None) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def run_batch(paths: Sequence[str | os.PathLike], gpu: GpuChoice, opts: BatchOptions, *, writer=None,
+              progress: bool = False) -> list[dict[str, Any]]:
+    """Analyze (and with ``opts.timing`` time) every task in ``paths``; one result per task, in order.
+
+    ``writer``: gets ``add(result, index)`` for each result as it exists. ``progress``: show the
+    progress bar on stderr. Raises ``KeyboardInterrupt`` on Ctrl-C (results so far are with the
+    writer) and ``GpuUnavailableError`` when no timing worker can use its GPU.
+    """
+    from ..report.progress import Progress
+
+    from .pool import supported
+
+    paths = [Path(p) for p in paths]
+    if opts.isolation != "process" and not supported():
+        print(f"roofline-ext: note: worker processes need Linux; on {sys.platform} each task is timed in a "
+              "fresh interpreter and counted in this process (--isolation process)", file=sys.stderr)
+        opts = dataclasses.replace(opts, isolation="process")
+    if opts.isolation == "process":
+        return _process_path(paths, gpu, opts, writer, progress)
+    if opts.isolation not in ISOLATIONS:
+        raise ValueError(f"isolation {opts.isolation!r}: choose one of {', '.join(ISOLATIONS)}")
+    pool = Pool(opts.jobs, backend=opts.backend or TIMING_BACKEND, fresh=opts.isolation == "fresh",
+                warm_up=len(paths) > 1)
+    with pool, Progress(len(paths), enabled=progress) as bar:
+        return _Batch(paths, gpu, opts, writer, bar if progress else None, pool).run()
+
+
+class _Batch:
+    def __init__(self, paths: list[Path], gpu: GpuChoice, opts: BatchOptions, writer, progress, pool: Pool):
+        self.paths, self.gpu, self.opts = paths, gpu, opts
+        self.names = task_names(paths)
+        self.writer, self.progress, self.pool = writer, progress, pool
+        self.results: list[dict[str, Any] | None] = [None] * len(paths)
+        self.counts: dict[int, tuple[Counts, float]] = {}
+        self.in_hand: list[str] = []
+        self.stop_at: int | None = None  # a task that raised KeyboardInterrupt
+
+    def run(self) -> list[dict[str, Any]]:
+        if self.opts.timing is not None:
+            self.pool.prestart(self.opts.timing.devices)  # CUDA starts while the tasks are counted
+        self._count_all()
+        self.pool.release_cpu()
+        if self.opts.timing is not None and self.counts:
+            self._time_all()
+        if self.progress is not None:
+            self.progress.start("done")
+        return [r for r in self.results if r is not None]
+
+    # --- counting --------------------------------------------------------------------------------
+
+    def _count_all(self) -> None:
+        jobs = [Job(i, COUNT, {"path": str(p), "dtype": self.opts.dtype}, self.opts.count_timeout_s,
+                    label=f"count {p.stem}") for i, p in enumerate(self.paths)]
+        for out in self.pool.run(jobs, self._started):
+            if not self._finished(out):
+                continue
+            i = out.job.key
+            if not out.ok:
+                self._emit(i, _error(self.paths[i], out.kind, out.error, out.wall_s))
+                continue
+            counts = Counts(**out.value)
+            counts.path = str(self.paths[i])  # as the user gave it, as counting in-process said it
+            if self.opts.timing is None:
+                result = self._analyze(i, counts, wall_s=out.wall_s)
+                if out.replaced:
+                    result["worker_replaced"] = out.replaced
+                self._emit(i, result)
+            else:
+                self.counts[i] = (counts, out.wall_s)
+        self._stop_if_interrupted()
+
+    def _analyze(self, i: int, counts: Counts, t_ref=None, t_new=None, wall_s: float | None = None) -> dict[str, Any]:
+        o = self.opts
+        try:
+            result = analyze_task(self.paths[i], self.gpu, o.dtype, regime=o.regime, strict_fp32=o.strict_fp32,
+                                  t_ref_ms=t_ref, t_new_ms=t_new, measured=o.measured, counts=counts)
+        except RooflineError as exc:  # counted, but no floor to give (a forward that returns nothing)
+            result = error_result(self.paths[i], exc)
+        if wall_s is not None:
+            result["wall_s"] = wall_s
+        return result
+
+    # --- timing ----------------------------------------------------------------------------------
+
+    def _time_all(self) -> None:
+        t = self.opts.timing
+        jobs: list[Job] = []
+        waiting: dict[int, dict[str, Any]] = {}
+        for n, i in enumerate(sorted(self.counts)):
+            device = t.devices[n % len(t.devices)]  # a task's jobs stay on one card
+            cands = self._candidates(i)
+            jobs.append(self._reference_job(i, device))
+            jobs += [self._candidate_job(i, k, c, device) for k, c in enumerate(cands)]
+            waiting[i] = {"left": 1 + len(cands), "ref": None, "cands": [None] * len(cands), "specs": cands}
+        for out in self.pool.run(jobs, self._started):
+            if not self._finished(out):
+                continue
+            i, part = out.job.key
+            w = waiting[i]
+            if part == "ref":
+                w["ref"] = out
+            else:
+                w["cands"][part] = out
+            w["left"] -= 1
+            if w["left"] == 0:
+                self._emit(i, self._timed_result(i, w))
+        self._stop_if_interrupted()
+
+    def _candidates(self, i: int) -> list[Candidate]:
+        if self.opts.candidates is not None:
+            return list(self.opts.candidates.get(self.paths[i], ()))
+        counts, _ = self.counts[i]
+        return [Candidate(None)] if counts.has_model_new else []
+
+    def _common(self, i: int, device: int) -> dict[str, Any]:
+        t = self.opts.timing
+        return {"path": str(self.paths[i]), "dtype": self.opts.dtype, "trials": t.trials, "warmup": t.warmup,
+                "device": device, "inputs": t.inputs}
+
+    def _reference_job(self, i: int, device: int) -> Job:
+        kwargs = {**self._common(i, device), "compile": self.opts.timing.compile}
+        return Job((i, "ref"), TIME_REFERENCE_FN, kwargs, self.opts.timing.timeout_s, device=device,
+                   label=f"time {self.paths[i].stem}", error_kind="error")
+
+    def _candidate_job(self, i: int, k: int, cand: Candidate, device: int) -> Job:
+        kwargs = {**self._common(i, device), "new": str(cand.path) if cand.path else None,
+                  "correct_trials": self.opts.timing.correct_trials}
+        return Job((i, k), TIME_CANDIDATE_FN, kwargs, self.opts.timing.timeout_s, device=device,
+                   label=f"time {self.paths[i].stem} ({cand.label})", error_kind="error")
+
+    def _timed_result(self, i: int, w: dict[str, Any]) -> dict[str, Any]:
+        ref: Outcome = w["ref"]
+        counts, count_wall = self.counts[i]
+        walls = {"count": count_wall, "reference": ref.wall_s,
+                 "candidates": sum(o.wall_s for o in w["cands"])}
+        if not ref.ok:
+            if ref.kind == "gpu-unavailable":
+                from ..device.status import availability
+
+                raise GpuUnavailableError(availability())
+            return _error(self.paths[i], ref.kind, f"{self.paths[i]}: timing failed: {ref.error}",
+                          sum(walls.values()), ref.replaced)
+        cands = [self._candidate(spec, out) for spec, out in zip(w["specs"], w["cands"])]
+        result = merge_timing(functools.partial(self._analyze, i, counts), ref.value, cands)
+        result["wall_s"], result["wall_parts_s"] = sum(walls.values()), walls
+        if ref.replaced:
+            result["worker_replaced"] = ref.replaced
+        return result
+
+    @staticmethod
+    def _candidate(spec: Candidate, out: Outcome) -> dict[str, Any]:
+        name = str(spec.path) if spec.path else "ModelNew in task"
+        if not out.ok:
+            rec = candidate_record(name, spec.sample, kind=out.kind, error=out.error, wall_s=out.wall_s)
+        else:
+            rec = candidate_record(name, spec.sample, out.value, wall_s=out.wall_s)
+        if out.replaced:
+            rec["worker_replaced"] = out.replaced
+        return rec
+
+    # --- results and progress --------------------------------------------------------------------
+
+    def _started(self, job: Job) -> None:
+        self.in_hand.append(job.label)
+        self._show()
+
+    def _finished(self, out: Outcome) -> bool:
+        """Show what the job left; False for a task that raised KeyboardInterrupt."""
+        if out.job.label in self.in_hand:
+            self.in_hand.remove(out.job.label)
+        self._show()
+        if out.output.strip():
+            self._log(f"--- output of {out.job.label} ---\n{out.output.rstrip()}")
+        if self.opts.debug and out.traceback:
+            self._log(out.traceback.rstrip())
+        if out.kind != "interrupted":
+            return True
+        # As Ctrl-C during that task would in a one-by-one batch: the tasks before it finish, it
+        # and the ones after it do not run, and the batch stops.
+        i = _index(out.job)
+        self.stop_at = i if self.stop_at is None else min(self.stop_at, i)
+        self.pool.cancel(lambda job: _index(job) >= i)
+        return False
+
+    def _stop_if_interrupted(self) -> None:
+        if self.stop_at is not None:
+            raise KeyboardInterrupt
+
+    def _show(self) -> None:
+        if self.progress is not None:
+            extra = f" (+{len(self.in_hand) - 1})" if len(self.in_hand) > 1 else ""
+            self.progress.start(f"{self.in_hand[0]}{extra}" if self.in_hand else "")
+
+    def _log(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress.log(text)
+        else:
+            print(text, file=sys.stderr)
+
+    def _emit(self, i: int, result: dict[str, Any]) -> None:
+        if len(self.paths) > 1:
+            result["task"] = self.names[i]  # a folder of folders: "level1/19_ReLU"
+        self.results[i] = result
+        if self.writer is not None:
+            self.writer.add(result, i)
+        if self.progress is not None:
+            self.progress.advance(self.paths[i].name)
+
+
+def _index(job: Job) -> int:
+    return job.key[0] if isinstance(job.key, tuple) else job.key
+
+
+def _error(path: Path, kind: str | None, error: str | None, wall_s: float | None = None,
+           replaced: Sequence[str] = ()) -> dict[str, Any]:
+    """A failed task's record, with the keys :func:`roofline_ext.runner.analyze.error_result` gives."""
+    rec: dict[str, Any] = {"task": path.stem, "path": str(path), "status": "error", "error_kind": kind or "internal",
+                           "error": error or "failed without a message"}
+    if wall_s is not None:
+        rec["wall_s"] = wall_s
+    if replaced:
+        rec["worker_replaced"] = list(replaced)
+    return rec
+
+
+# --- the first versions' path, for comparison -----------------------------------------------------
+
+def _process_path(paths: list[Path], gpu: GpuChoice, opts: BatchOptions, writer, progress: bool) -> list[dict[str, Any]]:
+    analyze = None
+    if opts.timing is not None:
+        t = opts.timing
+        new = _single_candidate_file(paths, opts)
+        analyze = functools.partial(analyze_and_time, new=new, trials=t.trials, warmup=t.warmup, compile=t.compile,
+                                    device=t.devices[0], timeout_s=t.timeout_s, inputs=t.inputs,
+                                    correct_trials=t.correct_trials)
+    adder = _IndexedAdder(writer) if writer is not None else None
+    return analyze_batch(paths, gpu, opts.dtype, regime=opts.regime, strict_fp32=opts.strict_fp32, writer=adder,
+                         progress=progress, debug=opts.debug, measured=opts.measured,
+                         analyze=_timed_wall(analyze or analyze_task))
+
+
+def _single_candidate_file(paths: list[Path], opts: BatchOptions) -> str | None:
+    if opts.candidates is None:
+        return None
+    cands = [c for p in paths for c in opts.candidates.get(p, ())]
+    if len(paths) != 1 or len(cands) > 1:
+        raise RooflineError("--isolation process times one candidate file for one task; "
+                            "--new DIR needs the pool (--isolation pool)")
+    return str(cands[0].path) if cands else None
+
+
+def _timed_wall(fn):
+    import time
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        t0 = time.perf_counter()
+        result = fn(*args, **kwargs)
+        result["wall_s"] = time.perf_counter() - t0
+        return result
+
+    return wrapper
+
+
+class _IndexedAdder:
+    """``analyze_batch`` calls ``writer.add(result)`` in task order: give the index ourselves."""
+
+    def __init__(self, writer) -> None:
+        self.writer, self.n = writer, 0
+
+    def add(self, result: dict[str, Any]) -> None:
+        self.writer.add(result, self.n)
+        self.n += 1

@@ -1,0 +1,114 @@
+"""Messages between the runner and its worker processes, over Unix sockets.
+
+Two kinds of socket, for two kinds of traffic:
+
+* the *control* socket between the runner and the fork server is ``SOCK_SEQPACKET``: one message
+  is one datagram, so a socket handed over with it (``SCM_RIGHTS``) can never attach to the wrong
+  message. Both ends run only our code, so messages are pickled.
+* a *channel* between the runner and one worker is ``SOCK_STREAM`` with length-prefixed frames
+  (results can be large). Jobs go out pickled (the runner wrote them); replies come back as JSON,
+  so that nothing a task leaves in a reply can make the runner import a module or run code.
+"""
+from __future__ import annotations
+
+import array
+import json
+import pickle
+import socket
+import struct
+from typing import Any
+
+_LEN = struct.Struct("!Q")
+CONTROL_MAX = 1 << 16  # control messages are small (a request, a pid, an exit status)
+
+
+# --- control socket (runner <-> fork server) ------------------------------------------------------
+
+def send_control(sock: socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:
+    data = pickle.dumps(message)
+    if fds:
+        sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+    else:
+        sock.send(data)
+
+
+def recv_control(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
+    """One control message and the descriptors that came with it; ``(None, [])`` at end of file."""
+    data, fds, _flags, _addr = socket.recv_fds(sock, CONTROL_MAX, 8)
+    if not data:
+        for fd in fds:
+            _close_quietly(fd)
+        return None, []
+    return pickle.loads(data), list(fds)
+
+
+def _close_quietly(fd: int) -> None:
+    import os
+
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+# --- channel (runner <-> one worker) --------------------------------------------------------------
+
+def send_frame(sock: socket.socket, payload: bytes) -> None:
+    sock.sendall(_LEN.pack(len(payload)) + payload)
+
+
+def recv_frame(sock: socket.socket) -> bytes | None:
+    """One whole frame (blocking); None when the other end closed the socket."""
+    head = _recv_exactly(sock, _LEN.size)
+    if head is None:
+        return None
+    body = _recv_exactly(sock, _LEN.unpack(head)[0])
+    if body is None:
+        return None
+    return body
+
+
+def _recv_exactly(sock: socket.socket, n: int) -> bytes | None:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+class FrameReader:
+    """Frames out of the bytes a non-blocking socket hands over, in whatever pieces they come."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buf += data
+        frames = []
+        while len(self._buf) >= _LEN.size:
+            (n,) = _LEN.unpack_from(self._buf)
+            if len(self._buf) < _LEN.size + n:
+                break
+            frames.append(bytes(self._buf[_LEN.size:_LEN.size + n]))
+            del self._buf[:_LEN.size + n]
+        return frames
+
+
+def encode_job(job: dict[str, Any]) -> bytes:
+    return pickle.dumps(job)
+
+
+def decode_job(frame: bytes) -> dict[str, Any]:
+    return pickle.loads(frame)
+
+
+def encode_reply(reply: dict[str, Any]) -> bytes:
+    # default=str: a value json cannot write (a dtype, a Path) arrives as its text, as the
+    # results writers would write it anyway.
+    return json.dumps(reply, default=str).encode()
+
+
+def decode_reply(frame: bytes) -> dict[str, Any]:
+    return json.loads(frame)

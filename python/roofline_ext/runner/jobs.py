@@ -1,0 +1,31 @@
+"""The job functions workers run, named ``"roofline_ext.runner.jobs:<name>"`` in a job.
+
+Each takes plain arguments and returns something JSON can carry: the reply crosses a process
+boundary (:mod:`.channel`).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+COUNT = "roofline_ext.runner.jobs:count"
+TIME_REFERENCE = "roofline_ext.runner.task_timing:time_reference"
+TIME_CANDIDATE = "roofline_ext.runner.task_timing:time_candidate"
+GPU_BACKEND = "roofline_ext.runner.gpu_backend"
+CPU_BACKEND = "roofline_ext.runner.cpu_backend"
+
+
+def count(path: str, dtype: str | None = None) -> dict[str, Any]:
+    """The task's :class:`~roofline_ext.tasks.counting.Counts` as a dict (``Counts(**d)`` rebuilds it)."""
+    from ..tasks.counting import count_task, require_torch
+    from ..tasks.loading import load_task
+    from .analyze import _task_sandbox
+
+    require_torch()
+    with _task_sandbox():
+        task = load_task(path)
+        try:
+            counts = count_task(task, dtype)
+        finally:
+            task.unload()
+    return dataclasses.asdict(counts)

@@ -1,0 +1,189 @@
+"""Process state a task can change and the next task in the same process would feel.
+
+A timing worker runs one task after another, so after each task it compares the process with a
+snapshot taken before the first one. Any difference means the worker is replaced before the next
+task: a task that patched ``torch.matmul``, changed the working directory, installed a signal
+handler, left a thread running or flipped a torch flag (TF32, cuDNN benchmark mode, the default
+dtype) must not change how the next task runs or what it measures.
+
+What is compared (each a one-line reason when it differs): the working directory; every signal's
+handler and the blocked-signal mask; the environment; ``sys.path``, the import hooks and the
+``sys`` hooks (stdout/stderr, trace, profile, excepthook); the CPU affinity; non-daemon threads
+still running; the identity of every callable in the namespaces tasks patch (``builtins``,
+``torch``, ``torch.nn.functional``, ``torch.Tensor``, ``torch.nn.Module``, ...); torch's global
+flags and modes; and the number of operators registered with torch's dispatcher. Names a namespace
+*gains* (torch imports submodules lazily) are not a change, nor are modules a task imported: a
+module imported once behaves the same for the next task.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+# Namespaces whose callables tasks replace (``torch.matmul = my_matmul``): "module[:Class]".
+WATCHED = ("builtins", "math", "torch", "torch.nn.functional", "torch:Tensor", "torch.nn:Module",
+           "torch.linalg", "torch.fft", "torch.special", "torch.nn.init", "torch.cuda")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    cwd: str
+    signals: dict[int, Any]
+    sigmask: frozenset[int]
+    environ: dict[str, str]
+    sys_path: tuple[str, ...]
+    sys_hooks: tuple[Any, ...]
+    affinity: frozenset[int] | None
+    threads: frozenset[int]
+    callables: dict[str, Any]
+    torch_flags: dict[str, Any]
+
+
+def _sys_hooks() -> tuple[Any, ...]:
+    # Flat, so that the objects compare by identity; the counts keep the two lists apart.
+    return (sys.stdout, sys.stderr, sys.stdin, sys.gettrace(), sys.getprofile(), sys.excepthook,
+            sys.displayhook, len(sys.meta_path), *sys.meta_path, len(sys.path_hooks), *sys.path_hooks)
+
+
+def _signals() -> dict[int, Any]:
+    out = {}
+    for sig in signal.valid_signals():
+        try:
+            out[int(sig)] = signal.getsignal(sig)
+        except (OSError, ValueError):  # not readable on this platform
+            continue
+    return out
+
+
+def _sigmask() -> frozenset[int]:
+    if not hasattr(signal, "pthread_sigmask"):
+        return frozenset()
+    return frozenset(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, []))
+
+
+def _affinity() -> frozenset[int] | None:
+    return frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+
+
+def _threads() -> frozenset[int]:
+    main = threading.main_thread()
+    return frozenset(t.ident for t in threading.enumerate()
+                     if t is not main and not t.daemon and t.is_alive() and t.ident is not None)
+
+
+def _namespace(spec: str) -> dict[str, Any] | None:
+    module_name, _, cls = spec.partition(":")
+    module = sys.modules.get(module_name)  # only what is imported: snapshotting imports nothing
+    if module is None:
+        return None
+    owner = getattr(module, cls, None) if cls else module
+    return None if owner is None else dict(vars(owner))
+
+
+def _callables() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for spec in WATCHED:
+        ns = _namespace(spec)
+        for name, value in (ns or {}).items():
+            if callable(value):
+                out[f"{spec.replace(':', '.')}.{name}"] = value  # the object itself: compared by identity
+    return out
+
+
+def _torch_flags() -> dict[str, Any]:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return {}
+    # Lambdas throughout: a getter this torch lacks fails when called, and is then left out.
+    b = torch.backends
+    getters: dict[str, Callable[[], Any]] = {
+        "default dtype": lambda: torch.get_default_dtype(),
+        "grad mode": lambda: torch.is_grad_enabled(),
+        "inference mode": lambda: torch.is_inference_mode_enabled(),
+        "anomaly detection": lambda: torch.is_anomaly_enabled(),
+        "intra-op threads": lambda: torch.get_num_threads(),
+        "inter-op threads": lambda: torch.get_num_interop_threads(),
+        "deterministic algorithms": lambda: torch.are_deterministic_algorithms_enabled(),
+        "float32 matmul precision": lambda: torch.get_float32_matmul_precision(),
+        "default device": lambda: str(torch.get_default_device()),
+        "cuDNN enabled": lambda: b.cudnn.enabled,
+        "cuDNN benchmark": lambda: b.cudnn.benchmark,
+        "cuDNN deterministic": lambda: b.cudnn.deterministic,
+        "cuDNN TF32": lambda: b.cudnn.allow_tf32,
+        "cuBLAS TF32": lambda: b.cuda.matmul.allow_tf32,
+        "cuBLAS fp16 reduced precision": lambda: b.cuda.matmul.allow_fp16_reduced_precision_reduction,
+        "cuBLAS bf16 reduced precision": lambda: b.cuda.matmul.allow_bf16_reduced_precision_reduction,
+        "flash SDPA": lambda: b.cuda.flash_sdp_enabled(),
+        "memory-efficient SDPA": lambda: b.cuda.mem_efficient_sdp_enabled(),
+        "math SDPA": lambda: b.cuda.math_sdp_enabled(),
+        "mkldnn": lambda: b.mkldnn.enabled,
+        "torch function modes": lambda: torch._C._len_torch_function_stack(),
+        "torch dispatch modes": lambda: torch._C._len_torch_dispatch_stack(),
+        # An operator a task registers (torch.library) would clash with the next task's of that name.
+        "registered operators": lambda: len(torch._C._dispatch_get_all_op_names()),
+    }
+    flags = {}
+    for name, get in getters.items():
+        try:
+            flags[name] = get()
+        except Exception:  # a getter this torch does not have: nothing to compare
+            continue
+    return flags
+
+
+def snapshot() -> Snapshot:
+    """The process state that :func:`changes` compares; cheap enough to take around every task."""
+    return Snapshot(
+        cwd=os.getcwd(), signals=_signals(), sigmask=_sigmask(), environ=dict(os.environ),
+        sys_path=tuple(sys.path), sys_hooks=_sys_hooks(), affinity=_affinity(), threads=_threads(),
+        callables=_callables(), torch_flags=_torch_flags(),
+    )
+
+
+def _signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+def _dict_changes(before: dict[str, Any], after: dict[str, Any], what: str, same=lambda a, b: a == b) -> list[str]:
+    changed = sorted(k for k in before if k not in after or not same(before[k], after[k]))
+    if not changed:
+        return []
+    shown = ", ".join(changed[:4]) + (f" (+{len(changed) - 4} more)" if len(changed) > 4 else "")
+    return [f"{what}: {shown}"]
+
+
+def changes(before: Snapshot) -> list[str]:
+    """One line per kind of state that differs from ``before``; empty when the process is as it was."""
+    now = snapshot()
+    reasons: list[str] = []
+    if now.cwd != before.cwd:
+        reasons.append(f"working directory changed to {now.cwd}")
+    sigs = sorted(s for s in before.signals if now.signals.get(s) != before.signals[s])
+    if sigs:
+        reasons.append("signal handlers changed: " + ", ".join(_signal_name(s) for s in sigs[:4]))
+    if now.sigmask != before.sigmask:
+        reasons.append("blocked-signal mask changed")
+    env = set(before.environ.items()) ^ set(now.environ.items())
+    if env:
+        reasons.append("environment changed: " + ", ".join(sorted({k for k, _ in env})[:4]))
+    if now.sys_path != before.sys_path:
+        reasons.append("sys.path changed")
+    if len(now.sys_hooks) != len(before.sys_hooks) or any(
+            a is not b and a != b for a, b in zip(now.sys_hooks, before.sys_hooks)):
+        reasons.append("sys hooks changed (stdout/stderr, trace, profile, excepthook or import hooks)")
+    if now.affinity != before.affinity:
+        reasons.append("CPU affinity changed")
+    left = now.threads - before.threads
+    if left:
+        names = [t.name for t in threading.enumerate() if t.ident in left]
+        reasons.append(f"{len(left)} non-daemon thread(s) still running: {', '.join(names[:3])}")
+    reasons += _dict_changes(before.callables, now.callables, "patched", same=lambda a, b: a is b)
+    reasons += _dict_changes(before.torch_flags, now.torch_flags, "torch flags changed")
+    return reasons

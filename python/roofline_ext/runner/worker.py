@@ -1,0 +1,127 @@
+"""What runs inside a worker process, after the fork server forked it.
+
+Two roles:
+
+``once``
+    Takes one job, sends its reply and exits. Counting uses it: every task gets a fresh copy of
+    the server, which has torch imported and warm but has never run a user's task, so there is no
+    state a previous task could have left.
+``persistent``
+    A timing worker: sets up its GPU (the CUDA context costs seconds, so it is made once), then
+    runs jobs one after another. After each job it compares the process with the snapshot taken
+    before the first (:mod:`.state`) and asks the backend whether the GPU is still usable; any
+    difference is sent with the reply as ``replace`` and the worker exits, so the runner starts a
+    fresh one for the next job.
+
+A job is ``{"fn": "module:function", "kwargs": {...}}``; a reply is ``{"ok": True, "value": ...}``
+or ``{"ok": False, "kind": ..., "error": one line, "traceback": text}``, plus ``seconds``.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import socket
+import sys
+import time
+import traceback
+from typing import Any, Callable
+
+from . import channel, state
+
+
+def _resolve(name: str) -> Callable[..., Any]:
+    module, _, attr = name.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _failure(exc: BaseException, kwargs: dict[str, Any], default_kind: str) -> dict[str, Any]:
+    from ..errors import GpuUnavailableError, RooflineError
+    from .analyze import error_result
+
+    if isinstance(exc, KeyboardInterrupt):
+        return {"ok": False, "kind": "interrupted", "error": "interrupted (KeyboardInterrupt)"}
+    record = error_result(kwargs.get("path") or "?", exc)  # the one place that words a failure
+    kind = record["error_kind"]
+    if isinstance(exc, GpuUnavailableError):
+        kind = "gpu-unavailable"
+    elif kind == "internal" and not isinstance(exc, RooflineError):
+        kind = default_kind
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return {"ok": False, "kind": kind, "error": record["error"], "traceback": tb}
+
+
+def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    """Call the job's function; any failure (SystemExit and Ctrl-C too) becomes a reply."""
+    kwargs = job.get("kwargs") or {}
+    t0 = time.perf_counter()
+    try:
+        reply = {"ok": True, "value": _resolve(job["fn"])(**kwargs)}
+    except BaseException as exc:  # a task must never end its worker silently
+        reply = _failure(exc, kwargs, job.get("error_kind", "internal"))
+    finally:
+        _flush_output()
+    reply["seconds"] = time.perf_counter() - t0
+    return reply
+
+
+def _flush_output() -> None:
+    # The runner reads the task's output file after the reply; what Python still buffers must be
+    # in the file by then.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # a task that replaced or closed sys.stdout
+            pass
+
+
+def _send(sock: socket.socket, reply: dict[str, Any]) -> None:
+    channel.send_frame(sock, channel.encode_reply(reply))
+
+
+def serve_once(sock: socket.socket) -> None:
+    frame = channel.recv_frame(sock)
+    if frame is not None:
+        _send(sock, run_job(channel.decode_job(frame)))
+
+
+def serve_persistent(sock: socket.socket, backend_name: str, device: Any) -> None:
+    backend = importlib.import_module(backend_name)
+    setup = run_job({"fn": f"{backend_name}:setup", "kwargs": {"device": device}, "error_kind": "setup"})
+    _send(sock, setup)
+    if not setup["ok"]:
+        return
+    before = state.snapshot()
+    while True:
+        frame = channel.recv_frame(sock)
+        if frame is None:  # the runner closed the channel: done
+            return
+        reply = run_job(channel.decode_job(frame))
+        reply["replace"] = state.changes(before) + _backend_check(backend, device)
+        _send(sock, reply)
+        if reply["replace"]:
+            return
+
+
+def _backend_check(backend: Any, device: Any) -> list[str]:
+    try:
+        return list(backend.cleanup(device))
+    except BaseException as exc:  # e.g. a CUDA error that poisoned the context
+        return [f"device unusable after the task: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"]
+
+
+def child_main(role: str, sock_fd: int, options: dict[str, Any]) -> None:
+    """Entry point in the forked child; never returns (``os._exit``), so no atexit handler or
+    non-daemon thread a task left behind can keep the process alive."""
+    code = 0
+    try:
+        sock = socket.socket(fileno=sock_fd)
+        if role == "once":
+            serve_once(sock)
+        else:
+            serve_persistent(sock, options["backend"], options.get("device"))
+    except BaseException:  # the runner is gone, or a bug of ours: say so on the task's output
+        traceback.print_exc()
+        code = 70
+    finally:
+        _flush_output()
+        os._exit(code)

@@ -1,0 +1,240 @@
+"""Helpers for the runner tests (no tests here): misbehaving task files, and a CPU stand-in for the
+GPU timing backend that the real timing worker runs, so that reuse, state checks and replacement
+are tested without a GPU.
+
+The stand-in is written into a temporary folder that goes on ``sys.path``; the fork server takes
+the runner's ``sys.path``, so the workers import it as they would the real backend.
+"""
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+# A task whose result depends on the state a previous task could have left: torch.matmul, the
+# working directory (it reads a file next to itself by a relative path only when cwd is its folder,
+# which it never is: the path is absolute) and the default dtype.
+GOOD = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(n, n))
+
+    def forward(self, x):
+        return torch.matmul(x, self.w).relu().sum(dim=0)
+
+def get_inputs():
+    return [torch.randn(64, {n})]
+
+def get_init_inputs():
+    return [{n}]
+"""
+
+MISBEHAVING = {
+    "exit": """
+        import os, torch
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                os._exit(0)
+        def get_inputs():
+            return [torch.randn(8)]
+    """,
+    "chdir": """
+        import os, torch
+        os.chdir("/")
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                return x * 2
+        def get_inputs():
+            return [torch.randn(8)]
+    """,
+    "sigint": """
+        import signal, torch
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                return x + 1
+        def get_inputs():
+            return [torch.randn(8)]
+    """,
+    "thread": """
+        import threading, time, torch
+        threading.Thread(target=lambda: [time.sleep(0.05) for _ in iter(int, 1)], name="forever").start()
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                return x - 1
+        def get_inputs():
+            return [torch.randn(8)]
+    """,
+    "patch": """
+        import torch
+        torch.matmul = lambda a, b: a + b
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                return torch.matmul(x, x)
+        def get_inputs():
+            return [torch.randn(8, 8)]
+    """,
+    "hang": """
+        import os, time, torch
+        from pathlib import Path
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                Path(__file__).with_suffix(".pid").write_text(str(os.getpid()))
+                while True:
+                    time.sleep(0.05)
+        def get_inputs():
+            return [torch.randn(8)]
+    """,
+    "fd1": """
+        import os, torch
+        os.write(1, b"\\x00\\xff{raw bytes on fd 1, not JSON\\n")
+        print("and a print")
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                os.write(1, b"more raw bytes\\n")
+                return x.sum()
+        def get_inputs():
+            return [torch.randn(8)]
+    """,
+}
+
+FAKE_BACKEND = '''
+"""CPU stand-in for roofline_ext.runner.gpu_backend and the two timing jobs."""
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+SETUPS = Path(__file__).with_suffix(".setups")
+
+
+def setup(device):
+    with open(SETUPS, "a") as f:  # one line per timing worker started
+        f.write(f"{os.getpid()}\\n")
+    return {"device": "CPU stand-in", "index": device, "setup_s": 0.0}
+
+
+def cleanup(device):
+    return []
+
+
+def _run(path, seed=42):
+    """Run the task for real on the CPU, in this (reused) worker: a checksum of its output and
+    the process state it ran in, so that a previous task's leftovers would show in the result."""
+    import torch
+    from roofline_ext.tasks.loading import load_task
+
+    name = Path(path).stem
+    if "ref_exit" in name:
+        os._exit(0)
+    if "ref_segv" in name:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    task = load_task(path)
+    try:
+        if "ref_hang" in name:
+            while True:
+                time.sleep(0.05)
+        torch.manual_seed(seed)
+        init = task.init_inputs()
+        torch.manual_seed(seed)
+        model = task.build(init)
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            out = task.call(model, "Model.forward", "forward", *task.inputs())
+        checksum = float(out.double().sum()) if isinstance(out, torch.Tensor) else 0.0
+    finally:
+        task.unload()
+    state = {"cwd": os.getcwd(), "sigint": str(signal.getsignal(signal.SIGINT)),
+             "matmul": getattr(torch.matmul, "__name__", "?"), "pid": os.getpid()}
+    return 1.0 + abs(checksum) % 1.0, checksum, state
+
+
+def _stats(t, trials):
+    return {"median_ms": t, "mean_ms": t, "best_ms": t, "p10_ms": t, "p90_ms": t, "cv": 0.0,
+            "trials": trials, "warmup": 0}
+
+
+def _times():
+    """Times the test asked for, by task or candidate file stem (``<this module>.json``)."""
+    spec = Path(__file__).with_suffix(".json")
+    return json.loads(spec.read_text()) if spec.exists() else {}
+
+
+def reference(path, trials=100, **kw):
+    t, checksum, state = _run(path)
+    t = _times().get(Path(path).stem, t)
+    return {"task": str(path), "device": "CPU stand-in", "dtype": "torch.float32", "seed": 42, "inputs": "cpu",
+            "reference": _stats(t, trials), "t_ref_ms": t, "checksum": checksum, "state": state}
+
+
+def candidate(path, new=None, trials=100, correct_trials=5, **kw):
+    name = Path(new).stem if new else Path(path).stem + ".new"  # the task file's own ModelNew
+    if "crash" in name:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    t_ref, checksum, state = _run(path)
+    ok = "wrong" not in name
+    t = t_ref / 2 if "fast" in name else (t_ref * 0.999999 if "same" in name else t_ref * 2)
+    if "impossible" in name:
+        t = 1e-9
+    t = _times().get(name, t)
+    correctness = {"ok": ok, "tolerance": 1e-4, "max_abs_diff": 0.0 if ok else 1.0, "trials": correct_trials,
+                   "passed": correct_trials if ok else 0, "reason": None if ok else "output 0 differs"}
+    return {"task": str(path), "candidate": str(new) if new else "ModelNew in task", "device": "CPU stand-in",
+            "dtype": "torch.float32", "seed": 42, "inputs": "cpu", "correctness": correctness,
+            "t_new_ms": t if ok else None, "candidate_timing": _stats(t, trials) if ok else None}
+'''
+
+
+def write(folder: Path, name: str, body: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    p = folder / name
+    p.write_text(textwrap.dedent(body))
+    return p
+
+
+def good_tasks(folder: Path, names=("1_small", "9_large"), sizes=(32, 48)) -> list[Path]:
+    return [write(folder, f"{name}.py", GOOD.replace("{n}", str(n))) for name, n in zip(names, sizes)]
+
+
+def misbehaving_tasks(folder: Path, which=tuple(MISBEHAVING)) -> list[Path]:
+    return [write(folder, f"5_{name}.py", MISBEHAVING[name]) for name in which]
+
+
+def install_fake_backend(tmp_path: Path, monkeypatch, name: str = "fake_gpu_backend",
+                         times: dict | None = None) -> Path:
+    """Write the stand-in, put it on sys.path and make the batch runner's timing jobs use it.
+    ``times``: stem of a task or candidate file -> the time in ms it should report."""
+    import roofline_ext.runner.batch as batch
+
+    folder = tmp_path / "fake_backend"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.py").write_text(FAKE_BACKEND)
+    if times:
+        (folder / f"{name}.json").write_text(json.dumps(times))
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setattr(batch, "TIMING_BACKEND", name)
+    monkeypatch.setattr(batch, "TIME_REFERENCE_FN", f"{name}:reference")
+    monkeypatch.setattr(batch, "TIME_CANDIDATE_FN", f"{name}:candidate")
+    import roofline_ext.device.status as status
+
+    monkeypatch.setattr(status, "require_measurement", lambda device=0: None)  # this process's GPU check
+    return folder / f"{name}.setups"
+
+
+def comparable(result: dict) -> dict:
+    """A result without what legitimately differs between two runs of it from two folders: paths,
+    wall and count times, pids, which worker ran it."""
+    drop = {"path", "count_seconds", "wall_s", "wall_parts_s", "worker_replaced", "notes"}
+    out = {k: v for k, v in result.items() if k not in drop}
+    if "timing" in out:
+        out["timing"] = {k: v for k, v in out["timing"].items() if k not in ("state", "task")}
+        out["timing"]["state"] = {k: v for k, v in result["timing"].get("state", {}).items() if k != "pid"}
+    if out.get("candidates"):
+        out["candidates"] = [{k: v for k, v in c.items() if k not in ("wall_s", "worker_replaced")}
+                             for c in out["candidates"]]
+    return json.loads(json.dumps(out, default=str))
