@@ -225,7 +225,10 @@ class _Batch:
             if ref.kind == "gpu-unavailable":
                 from ..device.status import availability
 
-                raise GpuUnavailableError(availability())
+                # The worker's own reason: this process may well see a usable GPU.
+                err = GpuUnavailableError(availability())
+                err.args = (f"the timing worker cannot use the GPU: {ref.error}",)
+                raise err
             return _error(self.paths[i], ref.kind, f"{self.paths[i]}: timing failed: {ref.error}",
                           sum(walls.values()), ref.replaced)
         cands = [self._candidate(spec, out) for spec, out in zip(w["specs"], w["cands"])]

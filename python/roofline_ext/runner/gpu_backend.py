@@ -22,7 +22,10 @@ def setup(device: int) -> dict[str, Any]:
     from ..device.status import require_measurement
     from ..measure.timing import L2Flush
 
+    from ..device.status import availability
+
     t0 = time.perf_counter()
+    availability(refresh=True)  # this process's own answer, never one cached before the fork
     require_measurement(device)
     import torch
 

@@ -506,6 +506,10 @@ def _server_env() -> dict[str, str]:
     root = str(Path(__file__).resolve().parents[2])  # the folder that holds roofline_ext
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     env[SYS_PATH_ENV] = json.dumps(sys.path)
+    # torch.cuda.is_available() (which torch itself may call while counting) initialises the CUDA
+    # driver unless told to ask NVML instead, and a driver initialised before fork() fails in every
+    # child: the timing workers are forked from this server, so the server must never initialise it.
+    env.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     return env
 
 
