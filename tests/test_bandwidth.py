@@ -13,8 +13,8 @@ import roofline_ext
 from roofline_ext.device.status import Availability, Reason, availability
 from roofline_ext.errors import GpuUnavailableError, UserError
 
-bw = importlib.import_module("roofline_ext.measure.bandwidth")
-av = sys.modules["roofline_ext.device.status"]
+from roofline_ext.measure import bandwidth as bw
+from roofline_ext.device import status as av
 ROOT = Path(__file__).resolve().parents[1]
 MiB, GiB = 1 << 20, 1 << 30
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-bw = importlib.import_module("roofline_ext.measure.bandwidth")
+from roofline_ext.measure import bandwidth as bw
 MiB = 1 << 20
 L2 = 50 * MiB  # an H200's
 

@@ -17,7 +17,7 @@ from roofline_ext.device.status import Availability, Reason
 from roofline_ext.errors import GpuUnavailableError, UserError
 
 # The module, not the function of the same name that the package exports lazily.
-availability_mod = importlib.import_module("roofline_ext.device.status")
+from roofline_ext.device import status as availability_mod
 
 H200 = {"device": 0, "name": "NVIDIA H200", "cc_major": 9, "cc_minor": 0, "sm_count": 132,
         "max_sm_clock_mhz": 1980.0, "shared_mem_per_block_optin": 232448}

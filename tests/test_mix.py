@@ -13,7 +13,7 @@ import pytest
 
 from roofline_ext.peaks.mix import envelope_points, mix_bandwidth, parse_ratio, read_fraction
 
-bw = importlib.import_module("roofline_ext.measure.bandwidth")
+from roofline_ext.measure import bandwidth as bw
 ROOT = Path(__file__).resolve().parents[1]
 MiB, GiB = 1 << 20, 1 << 30
 # The shape an H200 shows (issue 17): reads and writes alone near 4.7 TB/s, a copy at 4.3.

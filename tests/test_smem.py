@@ -11,8 +11,8 @@ import pytest
 
 from roofline_ext.device.status import Availability, Reason
 
-sm = importlib.import_module("roofline_ext.measure.smem")
-bwm = importlib.import_module("roofline_ext.measure.bandwidth")
+from roofline_ext.measure import smem as sm
+from roofline_ext.measure import bandwidth as bwm
 
 
 def test_ceiling_is_sms_times_128_bytes_per_clock_times_clock():
