@@ -7,7 +7,7 @@ measurement agree; only how often and how long they run differs.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, ContextManager, Mapping, Protocol
+from typing import Any, Callable, ContextManager, Mapping, Protocol, cast
 
 from ..device.listing import device as get_device
 from ..device.native import core_or_none
@@ -137,5 +137,6 @@ class NativeBackend:
         def run_compute(reps: int) -> tuple[float, float | None]:
             r = measure_path(device, family, path, config, reps=reps, warmup=1, iterations=iterations,
                              cooldown_s=0.0, _core=_core, _device=facts)
-            return r.tflops_median, r.kernel_clock_mhz
+            # A measured path always has its median (an unsupported pair raises in measure_path).
+            return cast(float, r.tflops_median), r.kernel_clock_mhz
         return run_compute

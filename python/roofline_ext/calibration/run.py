@@ -375,8 +375,11 @@ def _burst(run: _Run, precs: Sequence[str]) -> None:
     _hostlink(run)
     for prec in precs:
         with run.steps.step(f"{short_label(prec)} throughput", run.weights["prec"]) as update:
-            comp = run.backend.measure_compute(run.device, prec, quick=run.quick,
-                                               progress=lambda line, update=update: update(0.0, line))
+            # update is bound as a default: a closure would see the next precision's step (B023).
+            def on_line(line: str, update: Callable[..., None] = update) -> None:
+                update(0.0, line)
+
+            comp = run.backend.measure_compute(run.device, prec, quick=run.quick, progress=on_line)
         run.raw["compute"][prec] = comp
         found, missing = _compute_entries(comp, run.dev, run.sheet)
         run.entries.update(found)

@@ -72,7 +72,7 @@ def settle(points: Sequence[tuple[float, float]], kernel_clocks: Sequence[tuple[
     that third's figure and SM clock are within 2% of the middle third's (None: too short to tell).
     """
 
-    def window(lo: float, hi: float, at_least: int) -> list[tuple[float, float]]:
+    def window(lo: float, hi: float, at_least: int) -> Sequence[tuple[float, float]]:
         inside = [p for p in points if lo <= p[0] <= hi]
         return inside if len(inside) >= at_least else points[-at_least:]
 
@@ -86,7 +86,7 @@ def settle(points: Sequence[tuple[float, float]], kernel_clocks: Sequence[tuple[
     value = statistics.median(v for _, v in last)
     last_kclocks = [c for t, c in kernel_clocks if t >= w_lo]
 
-    def clock_of(ss: list[dict]) -> float | None:
+    def clock_of(ss: Sequence[Mapping[str, Any]]) -> float | None:
         vals = [s["sm_clock_mhz"] for s in ss if s.get("sm_clock_mhz") is not None]
         return statistics.median(vals) if vals else None
 

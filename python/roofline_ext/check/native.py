@@ -2,7 +2,7 @@
 verified kernels (the same functions calibration uses) for every figure."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from .run import (COMPUTE_REPS, COMPUTE_TARGET_MS, COMPUTE_WARMUP, HBM_REPS, HBM_WARMUP, HOSTLINK_REPS,
                   HOSTLINK_WARMUP, Measured)
@@ -81,7 +81,8 @@ class NativeCheckBackend:
         r = measure_path(index, setup["precision"], setup["path"], setup.get("config") or {}, reps=COMPUTE_REPS,
                          warmup=COMPUTE_WARMUP, target_ms=COMPUTE_TARGET_MS, cooldown_s=0.0, _core=core(),
                          _device=self._facts[index])
-        return Measured(r.tflops_median, r.cv, {
+        # A measured path always has its median (an unsupported pair raises in measure_path).
+        return Measured(cast(float, r.tflops_median), r.cv, {
             "path": r.path, "instruction": r.instruction, "config": dict(r.config), "best": r.tflops_best,
             "reps": r.reps, "sm_clock_mhz": r.sm_clock_mhz, "kernel_clock_mhz": r.kernel_clock_mhz,
             "fraction_of_clock_derived": r.fraction_of_clock_derived, "verification": r.verification}, r.telemetry)

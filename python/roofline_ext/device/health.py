@@ -93,6 +93,8 @@ def from_nvml(pci_bus_id: str, info: Mapping[str, Any], health: Mapping[str, Any
     procs = health.get("compute_processes")
     power = info.get("power_draw_mw")
     reasons = info.get("clock_event_reason_names")
+    # Any: each key goes to its own field (int | bool | None), which the core's dict does not type.
+    counters: dict[str, Any] = {k: health.get(k) for k in _HEALTH_KEYS}
     return DeviceHealth(
         pci_bus_id=pci_bus_id,
         clock_event_reasons=None if reasons is None else tuple(reasons),
@@ -104,7 +106,7 @@ def from_nvml(pci_bus_id: str, info: Mapping[str, Any], health: Mapping[str, Any
         ecc_pending=_on_off(info.get("ecc_pending")),
         compute_processes=None if procs is None else tuple(
             ComputeProcess(int(p["pid"]), p.get("used_bytes")) for p in procs),
-        **{k: health.get(k) for k in _HEALTH_KEYS},
+        **counters,
     )
 
 

@@ -13,8 +13,9 @@ from .status import Reason, availability
 from .native import core_or_none
 
 # NVML's nvmlDeviceArchitecture_t values.
-_NVML_ARCH = {2: "kepler", 3: "maxwell", 4: "pascal", 5: "volta", 6: "turing", 7: "ampere",
-              8: "ada", 9: "hopper", 10: "blackwell"}
+# Keyed by int | None: a device record without NVML's architecture looks up None (no entry).
+_NVML_ARCH: dict[int | None, str] = {2: "kepler", 3: "maxwell", 4: "pascal", 5: "volta", 6: "turing", 7: "ampere",
+                                     8: "ada", 9: "hopper", 10: "blackwell"}
 
 
 def architecture_name(cc_major: int, cc_minor: int) -> str:

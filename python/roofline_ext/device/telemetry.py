@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import statistics
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping, Sequence
 
 from .native import core_or_none
 
@@ -23,7 +23,7 @@ def _stats(values: list[float]) -> dict[str, float] | None:
     return {"min": min(values), "median": statistics.median(values), "max": max(values)}
 
 
-def summarize(samples: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Summary of sampler output: min/median/max per quantity and every reason seen, by name."""
     core = core_or_none()
     mask = 0

@@ -43,7 +43,7 @@ import datetime as dt
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ..errors import UserError
 from ..peaks.datasheet import lookup
@@ -246,7 +246,7 @@ def summarize_precision(precision: str, results: Mapping[str, PathResult]) -> Pr
         reason = "; ".join(f"{r.path}: {r.reason}" for r in results.values())
         return PrecisionResult(precision, _unit(precision), "unsupported", reason or "no path measured it", None,
                                dict(results))
-    best = max(ok, key=lambda r: r.tflops_median)
+    best = max(ok, key=_median)
     return PrecisionResult(precision, _unit(precision), "ok", None, best, dict(results))
 
 
@@ -273,25 +273,32 @@ def _stat(tel: Mapping[str, Any] | None, key: str, which: str) -> float | None:
     return None
 
 
+def _median(r: PathResult) -> float:
+    # Only for a measured path: _path_result sets the median from the core's run, which always has
+    # one; an unsupported path (None) is never compared or divided.
+    return cast(float, r.tflops_median)
+
+
 def _fill_fractions(r: PathResult, device: Mapping[str, Any]) -> None:
     """Datasheet and clock-derived fractions, and the bound check (raises ComputeBoundError)."""
+    tflops = _median(r)
     r.datasheet = _datasheet_peak(r.precision, str(device.get("name", "")))
     if r.datasheet:
-        r.fraction_of_datasheet = r.tflops_median / r.datasheet
+        r.fraction_of_datasheet = tflops / r.datasheet
     r.sm_clock_mhz = _stat(r.telemetry, "sm_clock_mhz", "median")
     r.clock_derived_peak = _clock_peak(r.precision, device, r.sm_clock_mhz)
     if r.clock_derived_peak:
-        r.fraction_of_clock_derived = r.tflops_median / r.clock_derived_peak
+        r.fraction_of_clock_derived = tflops / r.clock_derived_peak
     at_kernel = _clock_peak(r.precision, device, r.kernel_clock_mhz)
     if at_kernel:
-        r.fraction_of_clock_derived_at_kernel_clock = r.tflops_median / at_kernel
+        r.fraction_of_clock_derived_at_kernel_clock = tflops / at_kernel
 
     # The bound: the highest clock anyone saw during the run (NVML's max sample, the kernel's own
     # count); without either, the GPU's maximum clock.
     seen = [c for c in (_stat(r.telemetry, "sm_clock_mhz", "max"), r.kernel_clock_mhz) if c]
     top = max(seen) if seen else device.get("max_sm_clock_mhz")
     bound = _clock_peak(r.precision, device, top)
-    if bound and r.tflops_median > bound * _BOUND_SLACK:
+    if bound and tflops > bound * _BOUND_SLACK:
         raise ComputeBoundError(
             f"{r.precision} on {r.path}: {r.tflops_median:.1f} {r.unit} is above the clock-derived peak "
             f"{bound:.1f} at {top:.0f} MHz, the highest clock seen; the measurement is wrong "
@@ -400,7 +407,7 @@ def measure_compute(device: int = 0, *, precisions: Iterable[str] = PRECISIONS, 
                     progress(f"{prec} {path} {cfg or 'default'}: {r.tflops_median:.1f} {r.unit} median "
                              f"(cv {100 * (r.cv or 0):.2f}%"
                              + (f", {100 * frac:.1f}% of clock-derived" if frac else "") + ")")
-                if best is None or r.tflops_median > best.tflops_median:
+                if best is None or _median(r) > _median(best):
                     best = r
             assert best is not None
             results[path] = best

@@ -69,13 +69,17 @@ def resolve_gpu(name: str | None = None) -> GpuChoice:
             same_name = str(local.name).strip().lower() == name.strip().lower()
             if same_sku or same_name:
                 local_match = local
-        if sheet is None and local_match is None:
+        if local_match is not None:
+            shown = local_match.name
+        elif sheet is not None:
+            shown = sheet.full_name
+        else:
             raise UserError(f"unknown GPU {name!r}; known: {', '.join(known_names())}")
-        shown = local_match.name if local_match is not None else sheet.full_name
         return GpuChoice(shown, sheet, local_match, "flag")
     if local is not None:
         return GpuChoice(local.name, lookup(local.name), local, "local")
     sheet = lookup(DEFAULT_SKU)
+    assert sheet is not None  # DEFAULT_SKU is one of the table's own names
     note = (
         f"no local GPU ({_no_gpu_reason()}): analyzing against the {DEFAULT_SKU} datasheet "
         f"({sheet.full_name}); choose another with --gpu NAME (known names: roofline-ext peaks)"

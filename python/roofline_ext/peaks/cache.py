@@ -186,7 +186,8 @@ def _ceiling(cal: Mapping[str, Any], regime: str, key: str) -> float | None:
         recorded = [float(entry[f]) for f in ("clock_derived_max", "clock_derived") if _is_peak(entry.get(f))]
         if recorded:
             return max(recorded)
-    gpu = cal.get("gpu") if isinstance(cal.get("gpu"), dict) else {}
+    raw_gpu = cal.get("gpu")
+    gpu: Mapping[str, Any] = raw_gpu if isinstance(raw_gpu, dict) else {}
     return _device_ceiling(gpu, key) or _datasheet_ceiling(gpu.get("name"), key)
 
 
@@ -333,7 +334,7 @@ def measured_peaks_of(cal: Mapping[str, Any], regime: str) -> MeasuredPeaks | No
     if not values:
         return None
     gpu = cal.get("gpu") or {}
-    return MeasuredPeaks(values=values, regime=regime, uuid=gpu.get("uuid"), gpu_name=gpu.get("name"),
+    return MeasuredPeaks(peaks=values, regime=regime, uuid=gpu.get("uuid"), gpu_name=gpu.get("name"),
                          date=cal.get("date"), mode=cal.get("mode"))
 
 

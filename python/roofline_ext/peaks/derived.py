@@ -101,8 +101,9 @@ def ops_per_clock(cc_major: int, cc_minor: int, *, consumer: bool = False) -> di
     rates = dict(entry[1])
     if consumer and (cc_major, cc_minor) in _CONSUMER_HALVED_ARCHS:
         for unit in _CONSUMER_HALVED_UNITS:
-            if rates[unit] is not None:
-                rates[unit] //= 2
+            rate = rates[unit]
+            if rate is not None:
+                rates[unit] = rate // 2
     return rates
 
 
@@ -119,9 +120,10 @@ def clock_derived_peak(
         raise ValueError(f"unknown unit {unit!r}; units: {', '.join(UNITS)}")
     major, minor = _cc_tuple(cc)
     rates = ops_per_clock(major, minor, consumer=consumer)
-    if rates is None or rates[unit] is None or not sm_count or not clock_mhz:
+    rate = None if rates is None else rates[unit]
+    if rate is None or not sm_count or not clock_mhz:
         return None
-    return rates[unit] * sm_count * clock_mhz * 1e6 / 1e12
+    return rate * sm_count * clock_mhz * 1e6 / 1e12
 
 
 def clock_derived_bandwidth(mem_clock_mhz: float | None, bus_width_bits: int | None) -> float | None:

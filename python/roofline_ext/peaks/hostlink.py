@@ -84,6 +84,7 @@ def host_link(*, gen: int | None, width: int | None, max_gen: int | None = None,
     if theoretical is None:
         return HostLink("unknown", gen, width, max_gen, max_width, None,
                         "the PCIe generation or width is not reported")
+    assert gen is not None  # pcie_gbps gave a rate, so the generation is known
     rate, eff, enc = PCIE_GENERATIONS[int(gen)]
     return HostLink("pcie", gen, width, max_gen, max_width, theoretical,
                     f"{rate:g} GT/s x {width} lanes x {enc} / 8 = {theoretical:.1f} GB/s ({PCIE_FORMULA})")

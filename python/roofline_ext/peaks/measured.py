@@ -15,7 +15,8 @@ from typing import Any, Iterator, Mapping
 # eq=False: compare as a mapping (equal to a dict of the same peaks), which Mapping provides.
 @dataclass(frozen=True, eq=False)
 class MeasuredPeaks(Mapping[str, float]):
-    values: Mapping[str, float] = field(default_factory=dict)
+    # Not named ``values``: a field of that name would hide ``Mapping.values()``.
+    peaks: Mapping[str, float] = field(default_factory=dict)
     regime: str = "burst"
     uuid: str | None = None
     gpu_name: str | None = None
@@ -23,13 +24,13 @@ class MeasuredPeaks(Mapping[str, float]):
     mode: str | None = None
 
     def __getitem__(self, key: str) -> float:
-        return self.values[key]
+        return self.peaks[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.values)
+        return iter(self.peaks)
 
     def __len__(self) -> int:
-        return len(self.values)
+        return len(self.peaks)
 
     def source(self) -> dict[str, Any]:
         """Where the figures came from, for a result's JSON."""

@@ -113,7 +113,10 @@ class PeakTable:
     attribute per compute unit, read by :meth:`peak`, and a JSON form with ``cc`` as "major.minor".
     Subclasses are dataclasses and define ``cc_text``."""
 
-    cc_text: str
+    @property
+    def cc_text(self) -> str:
+        """The compute capability as "major.minor"; each subclass knows where it keeps it."""
+        raise NotImplementedError
 
     def peak(self, unit: str) -> float | None:
         """The dense peak of ``unit`` (one of ``UNITS``) in TFLOP/s or TOP/s, or None if absent; a

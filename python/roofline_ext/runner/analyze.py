@@ -20,7 +20,7 @@ import sys
 import traceback
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from ..errors import RooflineError, UserError
 from ..model.floors import roofline
@@ -31,6 +31,12 @@ from ..report.progress import Progress
 from ..report.writers import ResultsWriter
 from ..tasks.counting import Counts, count_task, require_torch
 from ..tasks.loading import TaskError, load_task, task_names
+
+class ResultSink(Protocol):
+    """Where a batch hands each result as soon as it exists (a ``ResultsWriter``, or an adapter)."""
+
+    def add(self, result: Mapping[str, Any]) -> None: ...
+
 
 __all__ = ["analyze_task", "analyze_batch", "calibration_for", "error_result", "measured_peaks_for"]
 
@@ -292,7 +298,7 @@ def analyze_batch(
     *,
     regime: str = "burst",
     strict_fp32: bool = False,
-    writer: ResultsWriter | None = None,
+    writer: ResultSink | None = None,
     progress: bool = True,
     debug: bool = False,
     measured: Mapping[str, float] | None | bool = True,
@@ -305,7 +311,7 @@ def analyze_batch(
     up once for the whole batch. ``analyze`` replaces :func:`analyze_task` (same
     signature), for callers that add timing. Ctrl-C stops the batch; results so far are kept.
     """
-    paths = [Path(p) for p in paths]
+    task_paths = [Path(p) for p in paths]
     choice = gpu if isinstance(gpu, GpuChoice) else resolve_gpu(gpu)
     analyze = analyze or analyze_task
     # Measured peaks are per GPU, not per task: look them up once.
@@ -314,9 +320,9 @@ def analyze_batch(
     elif measured is False:
         measured = None
     results: list[dict[str, Any]] = []
-    names = task_names(paths)  # a folder of folders: "level1/19_ReLU"
-    with Progress(len(paths), enabled=progress) as bar:
-        for p, name in zip(paths, names):
+    names = task_names(task_paths)  # a folder of folders: "level1/19_ReLU"
+    with Progress(len(task_paths), enabled=progress) as bar:
+        for p, name in zip(task_paths, names):
             bar.start(p.name)
             try:
                 result = analyze(p, choice, dtype, regime=regime, strict_fp32=strict_fp32, measured=measured)

@@ -98,19 +98,19 @@ def run_batch(paths: Sequence[str | os.PathLike], gpu: GpuChoice, opts: BatchOpt
 
     from .pool import supported
 
-    paths = [Path(p) for p in paths]
+    task_paths = [Path(p) for p in paths]
     if opts.isolation != "process" and not supported():
         print(f"roofline-ext: note: worker processes need Linux; on {sys.platform} each task is timed in a "
               "fresh interpreter and counted in this process (--isolation process)", file=sys.stderr)
         opts = dataclasses.replace(opts, isolation="process")
     if opts.isolation == "process":
-        return _process_path(paths, gpu, opts, writer, progress)
+        return _process_path(task_paths, gpu, opts, writer, progress)
     if opts.isolation not in ISOLATIONS:
         raise ValueError(f"isolation {opts.isolation!r}: choose one of {', '.join(ISOLATIONS)}")
     pool = Pool(opts.jobs, backend=opts.backend or TIMING_BACKEND, fresh=opts.isolation == "fresh",
-                warm_up=len(paths) > 1)
+                warm_up=len(task_paths) > 1)
     with pool, Progress(len(paths), enabled=progress) as bar:
-        return _Batch(paths, gpu, opts, writer, bar if progress else None, pool).run()
+        return _Batch(task_paths, gpu, opts, writer, bar if progress else None, pool).run()
 
 
 class _Batch:
@@ -170,8 +170,13 @@ class _Batch:
 
     # --- timing ----------------------------------------------------------------------------------
 
+    def _timing(self) -> TimingOptions:
+        """The timing options; only called on the timing path, where they are set."""
+        assert self.opts.timing is not None
+        return self.opts.timing
+
     def _time_all(self) -> None:
-        t = self.opts.timing
+        t = self._timing()
         jobs: list[Job] = []
         waiting: dict[int, dict[str, Any]] = {}
         for n, i in enumerate(sorted(self.counts)):
@@ -201,19 +206,19 @@ class _Batch:
         return [Candidate(None)] if counts.has_model_new else []
 
     def _common(self, i: int, device: int) -> dict[str, Any]:
-        t = self.opts.timing
+        t = self._timing()
         return {"path": str(self.paths[i]), "dtype": self.opts.dtype, "trials": t.trials, "warmup": t.warmup,
                 "device": device, "inputs": t.inputs}
 
     def _reference_job(self, i: int, device: int) -> Job:
-        kwargs = {**self._common(i, device), "compile": self.opts.timing.compile}
-        return Job((i, "ref"), TIME_REFERENCE_FN, kwargs, self.opts.timing.timeout_s, device=device,
+        kwargs = {**self._common(i, device), "compile": self._timing().compile}
+        return Job((i, "ref"), TIME_REFERENCE_FN, kwargs, self._timing().timeout_s, device=device,
                    label=f"time {self.paths[i].stem}", error_kind="error")
 
     def _candidate_job(self, i: int, k: int, cand: Candidate, device: int) -> Job:
         kwargs = {**self._common(i, device), "new": str(cand.path) if cand.path else None,
-                  "correct_trials": self.opts.timing.correct_trials}
-        return Job((i, k), TIME_CANDIDATE_FN, kwargs, self.opts.timing.timeout_s, device=device,
+                  "correct_trials": self._timing().correct_trials}
+        return Job((i, k), TIME_CANDIDATE_FN, kwargs, self._timing().timeout_s, device=device,
                    label=f"time {self.paths[i].stem} ({cand.label})", error_kind="error")
 
     def _timed_result(self, i: int, w: dict[str, Any]) -> dict[str, Any]:
@@ -359,6 +364,6 @@ class _IndexedAdder:
     def __init__(self, writer) -> None:
         self.writer, self.n = writer, 0
 
-    def add(self, result: dict[str, Any]) -> None:
+    def add(self, result: Mapping[str, Any]) -> None:
         self.writer.add(result, self.n)
         self.n += 1

@@ -63,8 +63,14 @@ def match_candidates(tasks: Sequence[Path], folder: Path) -> tuple[dict[Path, li
         else:
             matched.setdefault(task, []).append(Candidate(f, sample))
     for cands in matched.values():
-        cands.sort(key=lambda c: (c.sample is None, c.sample or 0, c.path.name))
+        cands.sort(key=_sample_order)
     return matched, unmatched
+
+
+def _sample_order(c: Candidate) -> tuple[bool, int, str]:
+    # Candidates matched from files always have a path; None is only ever the task's own ModelNew.
+    assert c.path is not None
+    return c.sample is None, c.sample or 0, c.path.name
 
 
 def _task_level(tasks: Sequence[Path], files: Sequence[Path]) -> int | None:

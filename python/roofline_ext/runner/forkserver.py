@@ -72,11 +72,11 @@ class Server:
 
     def serve(self) -> None:
         while True:
-            ready, _, _ = select.select([self.ctl, self.wake_r], [], [])
+            ready, _, _ = select.select([self.ctl.fileno(), self.wake_r], [], [])
             if self.wake_r in ready:
                 os.read(self.wake_r, 4096)
                 self._reap()
-            if self.ctl in ready and not self._command():
+            if self.ctl.fileno() in ready and not self._command():
                 break
         self._kill_all()
 

@@ -203,8 +203,10 @@ class Pool:
             for key, _ in self._sel.select(timeout=0.2):
                 if key.data is None:
                     self._on_control()
-            if not self._ready and self._server.poll() is not None:
-                raise UserError(f"the worker server exited with code {self._server.returncode}: "
+            server = self._server
+            assert server is not None  # started above, before waiting for it
+            if not self._ready and server.poll() is not None:
+                raise UserError(f"the worker server exited with code {server.returncode}: "
                                 f"{_last_line(_read_all(self._server_err)) or 'no message'}")
 
     # --- running jobs ----------------------------------------------------------------------------
@@ -279,7 +281,7 @@ class Pool:
                     self._done.append(Outcome(queue.popleft(), False, kind=kind, error=error))
                 return
             w = self._lane(lane)
-            if w.ready and w.job is None:
+            if w is not None and w.ready and w.job is None:
                 self._send(w, queue.popleft(), on_start)
 
     def _lane(self, lane: Lane) -> _Worker | None:
@@ -294,7 +296,7 @@ class Pool:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         w = _Worker(next(self._tokens), role, lane, ours, tempfile.TemporaryFile(), ready=role == "once")
         options = {"backend": self.backends[lane[0]], "device": lane[1]} if lane else {}
-        channel.send_control(self._ctl, {"op": "fork", "token": w.token, "role": role, "options": options},
+        channel.send_control(self._control(), {"op": "fork", "token": w.token, "role": role, "options": options},
                              [theirs.fileno(), w.out.fileno()])
         theirs.close()
         self._workers[w.token] = w
@@ -328,7 +330,7 @@ class Pool:
                 self._on_readable(key.data)
 
     def _on_control(self) -> None:
-        msg, fds = channel.recv_control(self._ctl)
+        msg, fds = channel.recv_control(self._control())
         for fd in fds:
             os.close(fd)
         if msg is None:
@@ -391,8 +393,15 @@ class Pool:
             for frame in w.reader.feed(data):
                 self._on_reply(w, channel.decode_reply(frame))
 
+    def _control(self) -> socket.socket:
+        """The control socket to the fork server (it exists from start() until close())."""
+        if self._ctl is None:
+            raise RuntimeError("the worker pool is not started")
+        return self._ctl
+
     def _on_reply(self, w: _Worker, reply: dict[str, Any]) -> None:
-        if not w.ready:  # a timing worker's setup
+        if not w.ready:  # a timing worker's setup (only reused workers have a lane and a setup)
+            assert w.lane is not None
             if reply["ok"]:
                 w.ready, w.deadline = True, float("inf")
                 if w.lane[0] == "gpu":
@@ -415,6 +424,7 @@ class Pool:
             self._retire(w)
 
     def _setup_failed(self, w: _Worker, kind: str, error: str) -> None:
+        assert w.lane is not None  # only reused workers run a setup
         self._broken[w.lane] = (kind, error)
         self._retire(w)
 

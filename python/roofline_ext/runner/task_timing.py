@@ -191,7 +191,8 @@ def check_correctness(task, model, candidate, dev, tdtype, seed: int, trials: in
     ``first_inputs``: the set for ``seed`` when the caller made it already (the timed one).
     Returns :func:`compare`'s dict plus ``trials`` (sets run) and ``passed``.
     """
-    passed, worst, verdict = 0, 0.0, None
+    passed, worst = 0, 0.0
+    verdict: dict[str, Any] = {}
     for i in range(max(1, trials)):
         inputs = first_inputs if (i == 0 and first_inputs is not None) else \
             make_inputs(task, dev, tdtype, seed + i, placement)[0]

@@ -443,8 +443,10 @@ def _run(task: Task, model: str, cast) -> _Run:
     mkldnn_was, grad_was, apply_was = torch.backends.mkldnn.enabled, torch.is_grad_enabled(), torch.nn.Module._apply
     try:
         torch.set_grad_enabled(False)
-        torch.backends.mkldnn.enabled = False
-        torch.nn.Module._apply = _make_fake_safe_apply(apply_was)
+        # torch types the flag as the ContextProp descriptor that stores it, not as the bool it holds.
+        torch.backends.mkldnn.enabled = False  # type: ignore[assignment]
+        # Patching the method is the point (and undone below); mypy refuses any method assignment.
+        torch.nn.Module._apply = _make_fake_safe_apply(apply_was)  # type: ignore[method-assign]
         fmode, key = _make_function_mode(), _StorageKey(fake_mode)
         ops = make_op_counter(flop_formulas(), key)
         ops.fc_adjust = defaultdict(int)
@@ -467,7 +469,7 @@ def _run(task: Task, model: str, cast) -> _Run:
             for t in outputs:
                 written.add_tensor(key(t), "output", t)
     finally:
-        torch.nn.Module._apply = apply_was
+        torch.nn.Module._apply = apply_was  # type: ignore[method-assign]  # undoing the patch above
         torch.backends.mkldnn.enabled = mkldnn_was
         torch.set_grad_enabled(grad_was)
     return _Run(ops, counter, input_tensors, state, outputs, written, notes)

@@ -343,6 +343,7 @@ class MaskTracker:
             pattern, lay = rec
             if pattern.kind == "const":
                 return pattern
+            assert lay is not None  # _record stores a non-constant pattern only with its layout
             where = _window(t, lay)
             return pattern.shifted(*where) if where else None
         if _is_fake(t):
@@ -473,6 +474,7 @@ class MaskTracker:
             rows, cols = int(out.shape[-2]), int(out.shape[-1])
             known = rows * cols - self._unknown_count(pattern, rows, cols)
             if entries:
+                assert source is not None  # _chain_of gives a chain only with its storage
                 self._take_back(entries, known, rows * cols, pattern)
                 self.chains.pop(source, None)  # taken back once, even if the scores are masked again
             return work - work * known // (rows * cols)  # outputs known without computing cost nothing
@@ -506,7 +508,7 @@ class MaskTracker:
         """(entries that are not known zeros, all entries) of a matmul operand that masking in the forward
         pass zeroed in part (softmax of masked scores): the pairs that need no multiply-add."""
         for index in MATMULS.get(name, ()):
-            a = args[index] if index < len(args) else None
+            a: Any = args[index] if index < len(args) else None  # a tensor (untyped torch) or not
             p = self.pattern_of(a) if _is_tensor(a) and a.dim() >= 2 else None
             if p is None or not (p.partial and p.live):
                 continue

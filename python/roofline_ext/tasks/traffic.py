@@ -104,7 +104,9 @@ def storage_bytes(reads: list[Read], storage_nbytes: int | None = None) -> int:
     if len(unique) == 1:
         total = unique[0].nbytes
     else:
-        union, cur_lo, cur_hi = 0, None, None
+        # cur_lo is only read once cur_hi is set, and the two are set together.
+        union, cur_lo = 0, 0
+        cur_hi: int | None = None
         for lo, hi in sorted((r.lo, r.hi) for r in unique):
             if cur_hi is None or lo > cur_hi:
                 union += 0 if cur_hi is None else cur_hi - cur_lo

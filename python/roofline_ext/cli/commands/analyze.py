@@ -355,11 +355,11 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
     width = max(len(k) for k, _ in rows)
     lines += [f"  {k:<{width}}  {v}" for k, v in rows]
 
-    header = ("roof", "compute TFLOP/s", "SIMT TFLOP/s", "TB/s", "compute ms", "SIMT ms", "memory ms",
-              "floor ms", "bound")
+    header: tuple[str, ...] = ("roof", "compute TFLOP/s", "SIMT TFLOP/s", "TB/s", "compute ms", "SIMT ms",
+                               "memory ms", "floor ms", "bound")
     if timing:
         header = header[:-1] + ("PyTorch %", "yours %", "score", "bound")
-    table = [header]
+    table: list[tuple[str, ...]] = [header]
 
     def pct(x: float | None) -> str:
         return "-" if x is None else f"{x:.0%}"
@@ -369,7 +369,8 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
         if not roof:
             table.append((name,) + ("-",) * (len(header) - 2) + ("not available",))
             continue
-        row = (name, _peak(roof["compute_tflops"]), _peak(roof["simt_tflops"]), _peak(roof["bandwidth_tbps"]),
+        row: tuple[str, ...] = (name, _peak(roof["compute_tflops"]), _peak(roof["simt_tflops"]),
+                                _peak(roof["bandwidth_tbps"]),
                _ms(roof["t_compute_ms"]), _ms(roof["t_simt_ms"]), _ms(roof["t_memory_ms"]), _ms(roof["t_min_ms"]))
         if timing:
             score = roof.get("score")
@@ -427,12 +428,12 @@ def _best(r: Mapping[str, Any]) -> tuple[str, str, str]:
 def _batch_table(results: list[dict[str, Any]]) -> str:
     timed = any(r.get("timing") for r in results)
     scored = any(r.get("candidates") for r in results)
-    header = ("task", "GFLOP", "SIMT GFLOP", "MB", "dtype", "floor ms", "bound")
+    header: tuple[str, ...] = ("task", "GFLOP", "SIMT GFLOP", "MB", "dtype", "floor ms", "bound")
     if timed:
         header += ("PyTorch ms", "% datasheet", "% measured")
     if scored:
         header += ("correct", "best speed-up", "score")
-    rows = [header]
+    rows: list[tuple[str, ...]] = [header]
 
     def frac(r: Mapping[str, Any], roof: str) -> str:
         x = ((r.get("roofs") or {}).get(roof) or {}).get("ref_fraction")
@@ -442,7 +443,7 @@ def _batch_table(results: list[dict[str, Any]]) -> str:
         if r["status"] != "ok":
             rows.append((r["task"],) + ("-",) * (len(header) - 2) + ("error",))
             continue
-        row = (r["task"], f"{r['flops'] / 1e9:.4g}", f"{r['simt_flops'] / 1e9:.4g}", f"{r['bytes'] / 1e6:.4g}",
+        row: tuple[str, ...] = (r["task"], f"{r['flops'] / 1e9:.4g}", f"{r['simt_flops'] / 1e9:.4g}", f"{r['bytes'] / 1e6:.4g}",
                str(r["compute_dtype"]).replace("torch.", ""), _ms(r["t_min_ms"]), r["bound"] or "-")
         if timed:
             row += (_ms(r.get("t_ref_ms")), frac(r, "datasheet"), frac(r, "measured"))

@@ -134,8 +134,8 @@ class _ProgressBar:
         self.enabled = enabled
         self.console = _console(stderr=True)
         self.live = enabled and self.console.is_terminal
-        self.progress = None
-        self.task = None
+        self.progress: Any = None  # a rich Progress once entered on a terminal
+        self.task: Any = None
         self.seen: set[str] = set()
 
     def __enter__(self) -> "_ProgressBar":
@@ -313,8 +313,11 @@ def run(args: argparse.Namespace) -> int:
         for index in indices:
             prefix = f"GPU {index}: " if len(indices) > 1 else ""
             with _ProgressBar(not args.no_progress) as bar:
-                cal = calibrate(index, quick=args.quick, sustained_s=sustained_s,
-                                progress=lambda d, t, s, p=prefix: bar(d, t, p + s))
+                def progress(done: float, total: float, what: str, bar: _ProgressBar = bar,
+                             prefix: str = prefix) -> None:
+                    bar(done, total, prefix + what)
+
+                cal = calibrate(index, quick=args.quick, sustained_s=sustained_s, progress=progress)
             cals.append(cal)
             for w in cal.get("warnings") or []:
                 print(f"roofline-ext: warning: GPU {index}: {w}", file=sys.stderr)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Mapping
+from typing import Any, Mapping, Literal
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,8 +40,10 @@ def _print_device(d: Mapping[str, Any], console: Any) -> None:
 
     title = f"GPU {d.get('index')}: {d.get('name')} [{d.get('uuid')}]: {d.get('verdict')}"
     table = Table(title=escape(title), title_justify="left")
-    for col, justify in (("metric", "left"), ("value", "right"), ("vs calibration", "right"),
-                         ("vs reference", "right"), ("verdict", "left")):
+    columns: tuple[tuple[str, Literal["left", "right"]], ...] = (
+        ("metric", "left"), ("value", "right"), ("vs calibration", "right"), ("vs reference", "right"),
+        ("verdict", "left"))
+    for col, justify in columns:
         table.add_column(col, justify=justify)
     for r in metric_rows(d):
         table.add_row(escape(r["metric"]), r["value"], escape(r["calibration"]), escape(r["reference"]), r["verdict"])
