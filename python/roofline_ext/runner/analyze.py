@@ -28,7 +28,6 @@ from ..model.gpu import GpuChoice, resolve_gpu
 from ..peaks.cache import cached_peaks, find_cached
 from ..peaks.derived import derived_peaks_for_device
 from ..report.progress import Progress
-from ..report.writers import ResultsWriter
 from ..tasks.counting import Counts, count_task, require_torch
 from ..tasks.loading import TaskError, load_task, task_names
 
