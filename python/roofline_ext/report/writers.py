@@ -112,3 +112,14 @@ class ResultsWriter:
             for r in self.results:
                 w.writerow(_csv_row(r))
             write_atomic(self.csv_path, buf.getvalue())
+
+
+def emit_json(doc: Any, path: str | os.PathLike | None, to_stdout: bool) -> str:
+    """A result document as strict JSON: to the (already checked) output file, and on stdout when
+    asked; returns the text. What ``check`` and ``fleet`` do with their results."""
+    text = dumps(doc, indent=1)
+    if path is not None:
+        write_atomic(Path(path), text + "\n")
+    if to_stdout:
+        print(text)
+    return text

@@ -8,7 +8,6 @@ on (docs/check.md): 0 PASS, 4 WARN, 5 FAIL, 6 UNKNOWN, 3 no GPU here (UNKNOWN), 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any, Mapping, Literal
 
@@ -77,19 +76,18 @@ def _verdict_line(doc: Mapping[str, Any]) -> None:
 def run(args: argparse.Namespace) -> int:
     from ...check.run import run_check_safely
     from ...check.tolerances import parse_tolerances
-    from ...report.outputs import check_outputs, write_text
+    from ...report.outputs import check_outputs
+    from ...report.writers import emit_json
 
     tolerances = parse_tolerances(args.tolerance)
     out = check_outputs({"-o": args.output}).get("-o")
     progress = None if args.json or args.quiet else (lambda s: print(f"roofline-ext: {s}", file=sys.stderr, flush=True))
     report = run_check_safely(args.device, tolerances=tolerances, progress=progress)
     doc = report.to_dict()
-    text = json.dumps(doc, indent=1, allow_nan=False)
-    if out is not None:
-        write_text(out, text + "\n")
+    emit_json(doc, out, to_stdout=args.json)
     if args.json:
-        print(text)
-    elif args.quiet:
+        return report.exit_code
+    if args.quiet:
         _verdict_line(doc)
     else:
         _print(doc)

@@ -9,7 +9,6 @@ and the exit code of the worst GPU (0 PASS, 4 WARN or a straggler, 5 FAIL, 6 UNK
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -65,7 +64,8 @@ def _print(doc: Mapping[str, Any]) -> None:
 def run(args: argparse.Namespace) -> int:
     from ...check.fleet import DEFAULT_STRAGGLER_FRACTION
     from ...check.tolerances import parse_tolerances
-    from ...report.outputs import check_outputs, write_text
+    from ...report.outputs import check_outputs
+    from ...report.writers import emit_json
     from ...runner.fleet import DEFAULT_TASK_TIMEOUT_S, fleet_from_dir, run_fleet
 
     parse_tolerances(args.tolerance)  # refuse a bad one here, not on every worker
@@ -84,11 +84,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         report = fleet_from_dir(args.from_dir, straggler_fraction=fraction)
     doc = report.to_dict()
-    text = json.dumps(doc, indent=1, allow_nan=False)
-    if out is not None:
-        write_text(out, text + "\n")
-    if args.json:
-        print(text)
-    else:
+    emit_json(doc, out, to_stdout=args.json)
+    if not args.json:
         _print(doc)
     return report.exit_code
