@@ -308,29 +308,15 @@ def _idle_fraction(seconds: float = 1.0) -> float:
 
 
 def _tree_memory(root: int) -> tuple[int, int]:
-    """PSS and RSS summed over ``root`` and its descendants, in bytes (Linux)."""
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(d.name))
-    pss = rss = 0
-    todo = [root]
-    while todo:
-        pid = todo.pop()
-        todo += children.get(pid, [])
-        try:
-            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    pss += int(line.split()[1]) * 1024
-                elif line.startswith("Rss:"):
-                    rss += int(line.split()[1]) * 1024
-        except OSError:
-            continue
-    return pss, rss
+    """PSS and RSS over ``root`` and its descendants: the benchmark's own measure (one copy)."""
+    import importlib.util
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "runner_speed.py"
+    spec = importlib.util.spec_from_file_location("_runner_speed_for_memory", script)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod._tree_memory(root)
 
 
 @pytest.mark.skipif(not (KERNELBENCH / "level1").is_dir(), reason="KernelBench task files not in ../shared/kernelbench")
