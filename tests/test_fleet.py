@@ -134,7 +134,7 @@ def local_cluster():
     distributed = pytest.importorskip("distributed")
     # Worker processes (not threads): each task runs the check in its own process on its own worker,
     # as on a GPU cluster, with a GPU resource per worker as dask-cuda declares it.
-    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=4, threads_per_worker=1, processes=True, dashboard_address=None,
                                   resources={"GPU": 1}, silence_logs=50) as cluster:
         yield cluster
 
@@ -148,10 +148,24 @@ def test_fleet_on_a_real_local_cluster(local_cluster, capsys, tmp_path):
     out = tmp_path / "fleet.json"
     rc = main(["fleet", "--scheduler", local_cluster.scheduler_address, "--json", "-o", str(out)])
     doc = json.loads(capsys.readouterr().out)
-    assert rc == 6 and doc["verdict"] == "UNKNOWN" and doc["workers"] == 3
-    assert len({r["worker"] for r in doc["results"]}) == 3  # one task on each worker, pinned there
+    assert rc == 6 and doc["verdict"] == "UNKNOWN" and doc["workers"] == 4
+    assert len({r["worker"] for r in doc["results"]}) == 4  # one task on each worker, pinned there
     for r in doc["results"]:
         assert r["check"]["verdict"] == "UNKNOWN" and "no GPU can be checked here" in r["check"]["reason"]
         assert r["returncode"] == 3 and r["wall_s"] > 0
     assert json.loads(out.read_text())["results"] == doc["results"]
     assert doc["wall_s"] < 30
+    # Issue 18: the fleet adds at most 5 s beyond the slowest worker's check (here, checks of
+    # no GPU run side by side, so the critical path is the slowest one).
+    assert doc["critical_path_s"] == max(r["wall_s"] for r in doc["results"])
+    assert 0 <= doc["overhead_s"] <= 5, doc["overhead_s"]
+
+
+def test_checks_of_one_gpu_add_up_on_the_critical_path():
+    from roofline_ext.check.fleet import FleetReport
+
+    results = ({"uuid": "GPU-a", "wall_s": 2.0}, {"uuid": "GPU-a", "wall_s": 2.5}, {"uuid": "GPU-b", "wall_s": 3.0},
+               {"uuid": None, "wall_s": 1.0}, {"uuid": None, "wall_s": None})
+    report = FleetReport("dask://x", "2026-12-01", _summary(), results, wall_s=6.0, workers=5)
+    assert report.critical_path_s == 4.5 and report.overhead_s == 1.5
+    assert report.to_dict()["overhead_s"] == 1.5

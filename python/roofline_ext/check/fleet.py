@@ -261,7 +261,26 @@ class FleetReport:
     def exit_code(self) -> int:
         return self.summary.exit_code
 
+    @property
+    def critical_path_s(self) -> float | None:
+        """The longest chain of checks: the checks of one physical GPU (same UUID) take turns, so
+        they add up; different GPUs run side by side. What no scheduler could make shorter."""
+        chains: dict[Any, float] = {}
+        for i, r in enumerate(self.results):
+            if r.get("wall_s") is None:
+                continue
+            key = r.get("uuid") or ("task", i)
+            chains[key] = chains.get(key, 0.0) + float(r["wall_s"])
+        return round(max(chains.values()), 3) if chains else None
+
+    @property
+    def overhead_s(self) -> float | None:
+        """What the fleet added beyond its critical path: connecting, the inventory, scheduling, gathering."""
+        cp = self.critical_path_s
+        return None if self.wall_s is None or cp is None else round(self.wall_s - cp, 3)
+
     def to_dict(self) -> dict[str, Any]:
         return {"schema_version": FLEET_SCHEMA_VERSION, "kind": FLEET_KIND, "source": self.source, "date": self.date,
-                "wall_s": self.wall_s, "workers": self.workers, "verdict": self.summary.verdict.value,
+                "wall_s": self.wall_s, "critical_path_s": self.critical_path_s, "overhead_s": self.overhead_s,
+                "workers": self.workers, "verdict": self.summary.verdict.value,
                 "exit_code": self.exit_code, "summary": self.summary.to_dict(), "results": [dict(r) for r in self.results]}

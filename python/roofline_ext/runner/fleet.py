@@ -146,7 +146,7 @@ def _collect(distributed: Any, futures: Sequence[Any], tasks: Sequence[dict[str,
             fut.cancel()
             r = {"host": t["worker"], "device": t["device"], "wall_s": None, "returncode": None,
                  "check": _synthetic_check(why)}
-        out.append(dict(r, worker=t["worker"]))
+        out.append(dict(r, worker=t["worker"], uuid=t["uuid"]))
     return out
 
 

@@ -58,6 +58,9 @@ def _print(doc: Mapping[str, Any]) -> None:
     console.print(gpus)
     for line in summary.get("ignored") or []:
         console.print(f"ignored: {line}", style="dim")
+    if doc.get("overhead_s") is not None:
+        print(f"fleet: {doc['wall_s']:.1f} s wall, {doc['critical_path_s']:.1f} s the longest chain of checks, "
+              f"{doc['overhead_s']:.1f} s added by the fleet")
     print(f"fleet: {doc['verdict']} (exit {doc['exit_code']}): {summary['reason']}")
 
 
