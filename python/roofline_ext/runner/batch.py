@@ -2,8 +2,9 @@
 
 Counting runs first, ``jobs`` tasks at a time in reused counting workers (:mod:`.pool`); its
 results are final for a batch without ``--time``. Timing starts when counting is done, so no counting
-worker competes with a timing for the CPU that launches its kernels: the reference and each
-candidate are separate jobs for the GPU's one timing worker, and a task's result is written when
+worker competes with a timing for the CPU that launches its kernels: the reference, with
+``--compile`` ``torch.compile(Model)``, and each candidate are separate jobs for the GPU's one
+timing worker (which warmed the compiler up once, :mod:`.compiling`), and a task's result is written when
 its last job is in. A task whose count failed is not timed.
 
 Each result goes to the writer as soon as it exists (in task order in the files), the progress bar
