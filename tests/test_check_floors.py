@@ -50,7 +50,7 @@ def test_passes_when_every_time_is_at_or_above_every_floor_and_counts_what_was_s
     incorrect = _task("5_wrong", 2.0, 0.1, compiled_correct=False)  # below, but not the reference's result
     error = {"task": "6_broken", "path": "6_broken.py", "status": "error", "error_kind": "import",
              "error": "No module named 'einops'"}
-    doc = _doc([_task("1_a", 2.0, 1.5), _task("2_b", 1.0, 1.0, floors=(1.0, 0.8, None)),
+    doc = _doc([_task("1_a", 2.0, 1.5, worker_replaced=["patched: torch.matmul"]), _task("2_b", 1.0, 1.0, floors=(1.0, 0.8, None)),
                 _task("3_c", 3.0), compile_timeout, incorrect, error])
     proc, rep = _run(tmp_path, doc)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -61,6 +61,7 @@ def test_passes_when_every_time_is_at_or_above_every_floor_and_counts_what_was_s
     assert rep["roof_missing"] == {"measured": 2}  # 2_b: eager and compiled
     assert rep["highest"]["eager/datasheet"] == [1.0, "level1:2_b"]  # exactly at the floor passes
     assert rep["incorrect_compiled"] == ["level1:5_wrong"]
+    assert rep["worker_replaced"] == {"patched: torch.matmul": 1}
     assert "level1:6_broken" in proc.stdout and "einops" in proc.stdout  # listed, with its reason
 
 
