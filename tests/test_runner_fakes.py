@@ -187,6 +187,47 @@ def candidate(path, new=None, trials=100, correct_trials=5, **kw):
     return {"task": str(path), "candidate": str(new) if new else "ModelNew in task", "device": "CPU stand-in",
             "dtype": "torch.float32", "seed": 42, "inputs": "cpu", "correctness": correctness,
             "t_new_ms": t if ok else None, "candidate_timing": _stats(t, trials) if ok else None}
+
+
+def compile_warm_up(device):
+    """The real warm-up, on the CPU (inductor's C++ backend): what the GPU warm-up does to the
+    process, torch.compile's one-time changes, happens here before the worker's snapshot."""
+    from roofline_ext.runner.compiling import warm_up
+
+    return warm_up("cpu")
+
+
+def no_warm_up(device):
+    return {"compile_warm_up_s": 0.0}
+
+
+def compiled(path, trials=100, **kw):
+    """torch.compile(Model) for real on the CPU, in this (reused) worker, checked against eager."""
+    import torch
+    from roofline_ext.tasks.loading import load_task
+
+    name = Path(path).stem
+    if "compile_segv" in name:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    task = load_task(path)
+    try:
+        torch.manual_seed(42)
+        init = task.init_inputs()
+        torch.manual_seed(42)
+        model = task.build(init)
+        torch.manual_seed(42)
+        inputs = task.inputs()
+        with torch.no_grad():
+            ref = model(*inputs)
+            t0 = time.perf_counter()
+            out = torch.compile(model)(*inputs)
+            compile_s = time.perf_counter() - t0
+        ok = bool(torch.allclose(ref, out, atol=1e-4, rtol=1e-4))
+    finally:
+        task.unload()
+    t = _times().get(name + ".compiled", 0.5)
+    return {"t_compile_ms": t, "compiled": _stats(t, trials), "compile_s": compile_s,
+            "compiled_correctness": {"ok": ok, "tolerance": 1e-4, "pid": os.getpid()}}
 '''
 
 
@@ -206,9 +247,11 @@ def misbehaving_tasks(folder: Path, which=tuple(MISBEHAVING)) -> list[Path]:
 
 
 def install_fake_backend(tmp_path: Path, monkeypatch, name: str = "fake_gpu_backend",
-                         times: dict | None = None) -> Path:
+                         times: dict | None = None, compile_warm_up: bool = True) -> Path:
     """Write the stand-in, put it on sys.path and make the batch runner's timing jobs use it.
-    ``times``: stem of a task or candidate file -> the time in ms it should report."""
+    ``times``: stem of a task or candidate file (``<stem>.compiled`` for its compiled time) -> the
+    time in ms it should report. ``compile_warm_up``: the real compiler warm-up on the CPU (about
+    10 s on 2 cores), or none."""
     import roofline_ext.runner.batch as batch
 
     folder = tmp_path / "fake_backend"
@@ -220,6 +263,8 @@ def install_fake_backend(tmp_path: Path, monkeypatch, name: str = "fake_gpu_back
     monkeypatch.setattr(batch, "TIMING_BACKEND", name)
     monkeypatch.setattr(batch, "TIME_REFERENCE_FN", f"{name}:reference")
     monkeypatch.setattr(batch, "TIME_CANDIDATE_FN", f"{name}:candidate")
+    monkeypatch.setattr(batch, "TIME_COMPILED_FN", f"{name}:compiled")
+    monkeypatch.setattr(batch, "COMPILE_WARM_UP_FN", f"{name}:{'compile_warm_up' if compile_warm_up else 'no_warm_up'}")
     import roofline_ext.device.status as status
 
     monkeypatch.setattr(status, "require_measurement", lambda device=0: None)  # this process's GPU check

@@ -2,8 +2,9 @@
 
 Counting runs first, ``jobs`` tasks at a time in reused counting workers (:mod:`.pool`); its
 results are final for a batch without ``--time``. Timing starts when counting is done, so no counting
-worker competes with a timing for the CPU that launches its kernels: the reference and each
-candidate are separate jobs for the GPU's one timing worker, and a task's result is written when
+worker competes with a timing for the CPU that launches its kernels: the reference, with
+``--compile`` ``torch.compile(Model)``, and each candidate are separate jobs for the GPU's one
+timing worker (which warmed the compiler up once, :mod:`.compiling`), and a task's result is written when
 its last job is in. A task whose count failed is not timed.
 
 Each result goes to the writer as soon as it exists (in task order in the files), the progress bar
@@ -40,6 +41,10 @@ ISOLATIONS = ("pool", "fresh", "process")
 TIMING_BACKEND = GPU_BACKEND
 TIME_REFERENCE_FN = TIME_REFERENCE
 TIME_CANDIDATE_FN = TIME_CANDIDATE
+# --compile: torch.compile(Model) is a job of its own after the reference's, and every timing
+# worker warms the compiler up once before its snapshot (docs/runner.md, "torch.compile").
+TIME_COMPILED_FN = "roofline_ext.runner.task_timing:time_compiled"
+COMPILE_WARM_UP_FN = "roofline_ext.runner.compiling:warm_up"
 DEFAULT_COUNT_TIMEOUT_S = 60.0
 DEFAULT_TIME_TIMEOUT_S = 600.0
 
@@ -107,8 +112,9 @@ def run_batch(paths: Sequence[str | os.PathLike], gpu: GpuChoice, opts: BatchOpt
         return _process_path(task_paths, gpu, opts, writer, progress)
     if opts.isolation not in ISOLATIONS:
         raise ValueError(f"isolation {opts.isolation!r}: choose one of {', '.join(ISOLATIONS)}")
+    compiling = opts.timing is not None and opts.timing.compile
     pool = Pool(opts.jobs, backend=opts.backend or TIMING_BACKEND, fresh=opts.isolation == "fresh",
-                warm_up=len(task_paths) > 1)
+                warm_up=len(task_paths) > 1, compile_warm_up=COMPILE_WARM_UP_FN if compiling else None)
     with pool, Progress(len(paths), enabled=progress) as bar:
         return _Batch(task_paths, gpu, opts, writer, bar if progress else None, pool).run()
 
@@ -183,8 +189,11 @@ class _Batch:
             device = t.devices[n % len(t.devices)]  # a task's jobs stay on one card
             cands = self._candidates(i)
             jobs.append(self._reference_job(i, device))
+            if t.compile:
+                jobs.append(self._compiled_job(i, device))
             jobs += [self._candidate_job(i, k, c, device) for k, c in enumerate(cands)]
-            waiting[i] = {"left": 1 + len(cands), "ref": None, "cands": [None] * len(cands), "specs": cands}
+            waiting[i] = {"left": 1 + int(t.compile) + len(cands), "ref": None, "compiled": None,
+                          "cands": [None] * len(cands), "specs": cands}
         for out in self.pool.run(jobs, self._started):
             if not self._finished(out):
                 continue
@@ -192,6 +201,8 @@ class _Batch:
             w = waiting[i]
             if part == "ref":
                 w["ref"] = out
+            elif part == "compiled":
+                w["compiled"] = out
             else:
                 w["cands"][part] = out
             w["left"] -= 1
@@ -211,9 +222,15 @@ class _Batch:
                 "device": device, "inputs": t.inputs}
 
     def _reference_job(self, i: int, device: int) -> Job:
-        kwargs = {**self._common(i, device), "compile": self._timing().compile}
+        # Eager only: the compile is a job of its own, so that a compile that fails, crashes or
+        # runs past its limit costs the compiled time and never the reference's.
+        kwargs = {**self._common(i, device), "compile": False}
         return Job((i, "ref"), TIME_REFERENCE_FN, kwargs, self._timing().timeout_s, device=device,
                    label=f"time {self.paths[i].stem}", error_kind="error")
+
+    def _compiled_job(self, i: int, device: int) -> Job:
+        return Job((i, "compiled"), TIME_COMPILED_FN, self._common(i, device), self._timing().timeout_s,
+                   device=device, label=f"compile {self.paths[i].stem}", error_kind="error")
 
     def _candidate_job(self, i: int, k: int, cand: Candidate, device: int) -> Job:
         kwargs = {**self._common(i, device), "new": str(cand.path) if cand.path else None,
@@ -224,8 +241,11 @@ class _Batch:
     def _timed_result(self, i: int, w: dict[str, Any]) -> dict[str, Any]:
         ref: Outcome = w["ref"]
         counts, count_wall = self.counts[i]
+        comp: Outcome | None = w["compiled"]
         walls = {"count": count_wall, "reference": ref.wall_s,
                  "candidates": sum(o.wall_s for o in w["cands"])}
+        if comp is not None:
+            walls["compile"] = comp.wall_s
         if not ref.ok:
             if ref.kind == "gpu-unavailable":
                 from ..device.status import availability
@@ -237,10 +257,14 @@ class _Batch:
             return _error(self.paths[i], ref.kind, f"{self.paths[i]}: timing failed: {ref.error}",
                           sum(walls.values()), ref.replaced)
         cands = [self._candidate(spec, out) for spec, out in zip(w["specs"], w["cands"])]
-        result = merge_timing(functools.partial(self._analyze, i, counts), ref.value, cands)
+        reference = dict(ref.value)
+        if comp is not None:
+            reference.update(_compiled_part(comp))
+        result = merge_timing(functools.partial(self._analyze, i, counts), reference, cands)
         result["wall_s"], result["wall_parts_s"] = sum(walls.values()), walls
-        if ref.replaced:
-            result["worker_replaced"] = ref.replaced
+        replaced = list(ref.replaced) + (list(comp.replaced) if comp is not None else [])
+        if replaced:
+            result["worker_replaced"] = replaced
         return result
 
     @staticmethod
@@ -301,6 +325,17 @@ class _Batch:
             self.writer.add(result, i)
         if self.progress is not None:
             self.progress.advance(self.paths[i].name)
+
+
+def _compiled_part(out: Outcome) -> dict[str, Any]:
+    """What the compile job adds to the reference's timing dict: its time, statistics, correctness
+    and compile time, or why there is no compiled time (``compile_error_kind``: timeout, crash,
+    error)."""
+    if out.ok:
+        keys = ("t_compile_ms", "compiled", "compiled_correctness", "compile_s")
+        return {k: out.value.get(k) for k in keys}
+    return {"t_compile_ms": None, "compile_error_kind": out.kind or "internal",
+            "compile_error": out.error or "failed without a message"}
 
 
 def _index(job: Job) -> int:

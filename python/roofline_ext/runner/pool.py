@@ -18,6 +18,9 @@
 * A job that runs past its ``timeout_s`` has its worker's process group killed. A worker that dies
   (``os._exit``, a signal) costs that job only; the outcome names the cause and the task's last
   line of output.
+* ``compile_warm_up``: with ``--compile`` every timing worker runs that step once, after its setup
+  and before its state snapshot (:mod:`.compiling`), so that a compiled task leaves the worker
+  reusable; the pool then gives the run a compile-cache folder of its own, removed at ``close()``.
 * What a task prints, in Python or with raw writes to fd 1/2, goes to its worker's output file and
   comes back with the outcome (``Outcome.output``); the runner's stdout stays ours.
 
@@ -43,6 +46,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import UserError
 from . import channel
+from .compiling import RunCaches
 from .forkserver import SYS_PATH_ENV
 from .jobs import CPU_BACKEND, GPU_BACKEND
 
@@ -123,17 +127,22 @@ class Pool:
     and ``cleanup(device)`` a timing worker calls (:mod:`.gpu_backend`; tests pass a CPU stand-in);
     ``cpu_backend`` the same for counting workers. ``fresh``: a new worker for every job.
     ``warm_up``: count a built-in task in the server first (pays off from the second task on).
+    ``compile_warm_up``: ``"module:function"`` each timing worker calls with its device after its
+    setup, before its snapshot (:func:`.compiling.warm_up`); it also gives the run its own compile
+    caches (:class:`.compiling.RunCaches`).
     """
 
     def __init__(self, jobs: int | None = None, *, backend: str = GPU_BACKEND, cpu_backend: str = CPU_BACKEND,
                  fresh: bool = False, warm_up: bool = True, setup_timeout_s: float = 300.0,
-                 start_timeout_s: float = 300.0) -> None:
+                 start_timeout_s: float = 300.0, compile_warm_up: str | None = None) -> None:
         self.jobs = max(1, jobs or default_jobs())
         self.backends = {"cpu": cpu_backend, "gpu": backend}
         self.fresh = fresh
         self.warm_up = warm_up
         self.setup_timeout_s = setup_timeout_s
         self.start_timeout_s = start_timeout_s
+        self.compile_warm_up = compile_warm_up
+        self._caches = RunCaches() if compile_warm_up else None
         self.replacements: list[dict[str, Any]] = []  # every reused worker replaced, and why
         self.server_info: dict[str, Any] = {}
         self._tokens = (f"w{i}" for i in itertools.count(1))
@@ -166,11 +175,14 @@ class Pool:
             return
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._server_err = tempfile.TemporaryFile()
+        env = _server_env()
+        if self._caches is not None:  # before torch is imported there, so every worker has them
+            env.update(self._caches.env(env))
         self._server = subprocess.Popen(
             [sys.executable, "-m", "roofline_ext.runner.forkserver", str(theirs.fileno())]
             + ([] if self.warm_up else ["--no-warm-up"]),
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=self._server_err, start_new_session=True, env=_server_env())
+            stderr=self._server_err, start_new_session=True, env=env)
         theirs.close()
         self._ctl = ours
         self._sel.register(ours, selectors.EVENT_READ, None)
@@ -194,6 +206,8 @@ class Pool:
                 w.out.close()
             self._server_err.close()
             self._server = None
+            if self._caches is not None:  # every process that wrote there is gone now
+                self._caches.close()
 
     def _await_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout_s
@@ -295,7 +309,9 @@ class Pool:
     def _spawn(self, role: str, lane: Lane | None) -> _Worker:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         w = _Worker(next(self._tokens), role, lane, ours, tempfile.TemporaryFile(), ready=role == "once")
-        options = {"backend": self.backends[lane[0]], "device": lane[1]} if lane else {}
+        options: dict[str, Any] = {"backend": self.backends[lane[0]], "device": lane[1]} if lane else {}
+        if lane and lane[0] == "gpu" and self.compile_warm_up:
+            options["prepare"] = self.compile_warm_up
         channel.send_control(self._control(), {"op": "fork", "token": w.token, "role": role, "options": options},
                              [theirs.fileno(), w.out.fileno()])
         theirs.close()

@@ -5,8 +5,9 @@ Both are built from the same ``get_init_inputs()`` under the same seed, run on t
 tolerances on several fresh input sets, then timed with the one event-timing loop
 (:mod:`roofline_ext.measure.timing`).
 
-Two ways in: the pool's timing worker runs :func:`time_reference` and :func:`time_candidate` as
-separate jobs (a candidate that crashes costs only its own job), and ``--isolation process`` runs
+Two ways in: the pool's timing worker runs :func:`time_reference`, :func:`time_compiled`
+(``--compile``) and :func:`time_candidate` as separate jobs (a candidate or a compile that crashes
+costs only its own job), and ``--isolation process`` runs
 :func:`time_task`, reference and candidate together, in a fresh interpreter per task
 (:mod:`roofline_ext.runner.isolation`).
 """
@@ -251,12 +252,52 @@ def time_reference(path: str | Path, *, dtype: str | None = None, trials: int = 
 
 
 def _time_compiled(task, model, args, ref_out, tol, device, trials, warmup, flush) -> dict[str, Any]:
+    """``torch.compile(model)``: its first call (the compile, in ``compile_s``), its correctness
+    against ``ref_out`` on the same inputs, and its timing. The timing is kept when the compiled
+    model is incorrect too (``compiled_correctness`` says so): it is the reference's operations,
+    fused, and a floor check must see it."""
+    import time
+
     torch = _torch()
     compiled = torch.compile(model)
+    t0 = time.perf_counter()
     comp_out = task.call(compiled, "torch.compile(Model).forward", "forward", *args)
+    torch.cuda.synchronize(device)
+    compile_s = time.perf_counter() - t0
+    correctness = compare(ref_out, comp_out, tol)
+    del comp_out
     timing = _time(lambda: compiled(*args), device, trials, max(warmup, 3), flush)
-    return {"compiled_correctness": compare(ref_out, comp_out, tol), "compiled": timing,
-            "t_compile_ms": timing["median_ms"]}
+    return {"compiled_correctness": correctness, "compiled": timing, "t_compile_ms": timing["median_ms"],
+            "compile_s": compile_s}
+
+
+def time_compiled(path: str | Path, *, dtype: str | None = None, trials: int = DEFAULT_TRIALS,
+                  warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED, device: int = 0,
+                  inputs: str = "auto") -> dict[str, Any]:
+    """Time ``torch.compile(Model)`` on ``device``: the pool's job for ``--compile``, apart from the
+    reference's (:func:`time_reference`), so that a compile that fails or runs past its time limit
+    costs the compiled time only. The model, its inputs and the eager output it is checked against
+    are made as :func:`time_reference` makes them (same seed, same placement).
+
+    Returns ``t_compile_ms``, ``compiled`` (the timing statistics), ``compiled_correctness``,
+    ``compile_s`` (the first call: tracing, compiling, running) and the header. What it compiled is
+    forgotten by the worker after the job (:func:`roofline_ext.runner.compiling.reset`).
+    """
+    torch = _torch()
+    task, dev, tdtype = _open(path, dtype, device)
+    try:
+        torch.manual_seed(seed)
+        init = task.init_inputs()
+        model = _build(task, task.model_cls, init, dev, tdtype, seed, "Model")
+        args, made = make_inputs(task, dev, tdtype, seed, inputs)
+        run_dtype, tol = _tolerance(args, tdtype)
+        result = _header(path, dev, run_dtype, seed, made)
+        with torch.no_grad():
+            ref_out = task.call(model, "Model.forward", "forward", *args)
+            result.update(_time_compiled(task, model, args, ref_out, tol, device, trials, warmup, L2Flush(device)))
+        return result
+    finally:
+        task.unload()
 
 
 def time_candidate(path: str | Path, *, new: str | Path | None = None, dtype: str | None = None,

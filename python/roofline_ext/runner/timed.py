@@ -74,6 +74,9 @@ def merge_timing(analyze: Callable[[float | None, float | None], dict[str, Any]]
     result["correct"] = single.get("correct") if single else None
     result["speedup"] = single.get("speedup") if single else None
     result["t_compile_ms"] = reference.get("t_compile_ms")
+    if "compiled_correctness" in reference or "compile_error" in reference:  # --compile
+        result["compiled_correct"] = (reference.get("compiled_correctness") or {}).get("ok")
+        result["compile_error"] = reference.get("compile_error")
     if single is not None:
         _single_candidate(result, single)
     for roof in roofs.values():

@@ -7,11 +7,13 @@ Two roles:
     the server, which has torch imported and warm but has never run a user's task, so there is no
     state a previous task could have left.
 ``persistent``
-    A timing worker: sets up its GPU (the CUDA context costs seconds, so it is made once), then
-    runs jobs one after another. After each job it compares the process with the snapshot taken
-    before the first (:mod:`.state`) and asks the backend whether the GPU is still usable; any
-    difference is sent with the reply as ``replace`` and the worker exits, so the runner starts a
-    fresh one for the next job.
+    A timing worker: sets up its GPU (the CUDA context costs seconds, so it is made once), runs
+    its ``prepare`` step if it has one (with ``--compile``: :func:`.compiling.warm_up`, so that
+    ``torch.compile``'s one-time changes to the process come before the snapshot), then runs jobs
+    one after another. After each job it forgets what the job compiled (:func:`.compiling.reset`),
+    compares the process with the snapshot taken before the first (:mod:`.state`) and asks the
+    backend whether the GPU is still usable; any difference is sent with the reply as ``replace``
+    and the worker exits, so the runner starts a fresh one for the next job.
 
 A job is ``{"fn": "module:function", "kwargs": {...}}``; a reply is ``{"ok": True, "value": ...}``
 or ``{"ok": False, "kind": ..., "error": one line, "traceback": text}``, plus ``seconds``.
@@ -26,7 +28,7 @@ import time
 import traceback
 from typing import Any, Callable
 
-from . import channel, state
+from . import channel, compiling, state
 
 
 def _resolve(name: str) -> Callable[..., Any]:
@@ -84,9 +86,16 @@ def serve_once(sock: socket.socket) -> None:
         _send(sock, run_job(channel.decode_job(frame)))
 
 
-def serve_persistent(sock: socket.socket, backend_name: str, device: Any) -> None:
+def serve_persistent(sock: socket.socket, backend_name: str, device: Any, prepare: str | None = None) -> None:
     backend = importlib.import_module(backend_name)
     setup = run_job({"fn": f"{backend_name}:setup", "kwargs": {"device": device}, "error_kind": "setup"})
+    if setup["ok"] and prepare:
+        # Part of the setup (its time limit, its reply), before the snapshot. A prepare step that
+        # fails leaves the worker usable for what does not need it: its reason goes with the reply,
+        # and each job that needed it fails with its own.
+        prep = run_job({"fn": prepare, "kwargs": {"device": device}, "error_kind": "setup"})
+        if isinstance(setup["value"], dict):
+            setup["value"]["prepare"] = prep["value"] if prep["ok"] else {"error": prep["error"]}
     _send(sock, setup)
     if not setup["ok"]:
         return
@@ -96,10 +105,20 @@ def serve_persistent(sock: socket.socket, backend_name: str, device: Any) -> Non
         if frame is None:  # the runner closed the channel: done
             return
         reply = run_job(channel.decode_job(frame))
-        reply["replace"] = state.changes(before) + _backend_check(backend, device)
+        reply["replace"] = _forget_compiled() + state.changes(before) + _backend_check(backend, device)
         _send(sock, reply)
         if reply["replace"]:
             return
+
+
+def _forget_compiled() -> list[str]:
+    """No job sees what an earlier one compiled (``--compile``, or a candidate that calls
+    ``torch.compile`` itself); a reset that fails makes the worker one to replace."""
+    try:
+        compiling.reset()
+    except BaseException as exc:
+        return [f"torch._dynamo.reset() failed: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"]
+    return []
 
 
 def _backend_check(backend: Any, device: Any) -> list[str]:
@@ -118,7 +137,7 @@ def child_main(role: str, sock_fd: int, options: dict[str, Any]) -> None:
         if role == "once":
             serve_once(sock)
         else:
-            serve_persistent(sock, options["backend"], options.get("device"))
+            serve_persistent(sock, options["backend"], options.get("device"), options.get("prepare"))
     except BaseException:  # the runner is gone, or a bug of ours: say so on the task's output
         traceback.print_exc()
         code = 70
