@@ -145,25 +145,81 @@ __global__ void read_kernel(const uint4* __restrict__ src, std::uint64_t nvec,
   block_sum_to(acc, partials);
 }
 
-// Reads a working set of `nchunks` chunks `total_chunks / nchunks` times (total_chunks is a
-// multiple of nchunks). Each block walks virtual chunks grid-stride and maps them back into the
-// working set with a wrap instead of a 64-bit modulo per chunk.
-template <int U, Ld L>
+// ---- L2 read kernels. ---------------------------------------------------------------------------
+// Every L2 kernel loads with ld.global.cg ("cache at global level": L2 and below, never L1), the one
+// load whose PTX definition excludes L1. The other L1-skipping flavour, nc + L1::no_allocate, is a
+// hint the hardware may ignore, and repeated reads of a 1 MiB working set served partly from the
+// SMs' L1 (256 KiB each, 33 MiB over an H200) would read as "L2" far above what L2 delivers; with cg
+// every point of the curve, the smallest too, is L2 traffic by definition.
+//
+// Each reads a working set of `nchunks` chunks `total_chunks / nchunks` times (total_chunks is a
+// multiple of nchunks, so the checksum is passes x the working set's sum) in one of three orders:
+//   stride: blocks walk virtual chunks grid-stride, mapped back into the working set with a wrap
+//           (no 64-bit modulo per chunk); all blocks sweep the set together, `grid` chunks apart;
+//   spread: block b walks its own contiguous stretch of total_chunks / grid virtual chunks, so at
+//           any moment the blocks sit evenly over the whole set (and so over both L2 partitions'
+//           addresses) and each block's footprint is its whole stretch, not the gcd-sized subset
+//           of chunks the stride order revisits when gridDim and nchunks share factors;
+//   pipe:   the stride order, software-pipelined: the loads of the block's next chunk are issued
+//           before the current chunk is folded, so a thread has up to 2 x U vectors in flight and
+//           never waits with none outstanding.
+enum class L2Order { Stride, Spread, Pipe };
+
+template <int U>
+__device__ __forceinline__ void load_chunk_cg(const uint4* p, uint4 (&v)[U]) {
+#pragma unroll
+  for (int j = 0; j < U; ++j) v[j] = load16<Ld::Cg>(p + j * blockDim.x);
+}
+
+template <int U>
+__device__ __forceinline__ std::uint32_t fold_chunk(const uint4 (&v)[U]) {
+  std::uint32_t s = 0;
+#pragma unroll
+  for (int j = 0; j < U; ++j) s += fold(v[j]);
+  return s;
+}
+
+template <int U, L2Order O>
 __global__ void l2_read_kernel(const uint4* __restrict__ src, std::uint32_t nchunks,
                                std::uint64_t total_chunks, std::uint32_t* __restrict__ partials) {
   const std::uint32_t chunk = static_cast<std::uint32_t>(U) * blockDim.x;
-  const std::uint32_t step = gridDim.x % nchunks;
-  std::uint32_t pc = blockIdx.x % nchunks;
+  const uint4* base = src + threadIdx.x;
   std::uint32_t acc = 0;
-  for (std::uint64_t c = blockIdx.x; c < total_chunks; c += gridDim.x) {
-    const uint4* p = src + static_cast<std::uint64_t>(pc) * chunk + threadIdx.x;
-    uint4 v[U];
+  if constexpr (O == L2Order::Spread) {
+    const std::uint64_t lo = total_chunks * blockIdx.x / gridDim.x;
+    const std::uint64_t hi = total_chunks * (blockIdx.x + 1) / gridDim.x;
+    std::uint32_t pc = static_cast<std::uint32_t>(lo % nchunks);
+    for (std::uint64_t c = lo; c < hi; ++c) {
+      uint4 v[U];
+      load_chunk_cg<U>(base + static_cast<std::uint64_t>(pc) * chunk, v);
+      acc += fold_chunk<U>(v);
+      if (++pc == nchunks) pc = 0;
+    }
+  } else {
+    const std::uint32_t step = gridDim.x % nchunks;
+    std::uint32_t pc = blockIdx.x % nchunks;
+    if constexpr (O == L2Order::Stride) {
+      for (std::uint64_t c = blockIdx.x; c < total_chunks; c += gridDim.x) {
+        uint4 v[U];
+        load_chunk_cg<U>(base + static_cast<std::uint64_t>(pc) * chunk, v);
+        acc += fold_chunk<U>(v);
+        pc += step;
+        if (pc >= nchunks) pc -= nchunks;
+      }
+    } else if (blockIdx.x < total_chunks) {  // Pipe
+      uint4 v[U];
+      load_chunk_cg<U>(base + static_cast<std::uint64_t>(pc) * chunk, v);
+      for (std::uint64_t c = blockIdx.x + gridDim.x; c < total_chunks; c += gridDim.x) {
+        pc += step;
+        if (pc >= nchunks) pc -= nchunks;
+        uint4 w[U];
+        load_chunk_cg<U>(base + static_cast<std::uint64_t>(pc) * chunk, w);  // next chunk in flight
+        acc += fold_chunk<U>(v);                                             // while this one folds
 #pragma unroll
-    for (int j = 0; j < U; ++j) v[j] = load16<L>(p + j * blockDim.x);
-#pragma unroll
-    for (int j = 0; j < U; ++j) acc += fold(v[j]);
-    pc += step;
-    if (pc >= nchunks) pc -= nchunks;
+        for (int j = 0; j < U; ++j) v[j] = w[j];
+      }
+      acc += fold_chunk<U>(v);
+    }
   }
   block_sum_to(acc, partials);
 }
@@ -359,8 +415,11 @@ constexpr Ld kStreamLoads[] = {Ld::Plain, Ld::NcNa, Ld::Cs};
 #ifndef ROOFLINE_BW_EXPLORE
 constexpr St kStores[] = {St::Plain, St::Cs};
 #endif
-// The L2 sweep must not hit in L1: only loads that skip it.
-constexpr Ld kL2Loads[] = {Ld::Cg, Ld::NcNa};
+// The L2 sweep's variants, named in a configuration's "load" field: all load with ld.global.cg
+// (L2 only, see the L2 kernels); the name picks the access order.
+struct L2VariantName { L2Order order; const char* name; };
+constexpr L2VariantName kL2Variants[] = {{L2Order::Stride, "cg"}, {L2Order::Spread, "cg_spread"},
+                                         {L2Order::Pipe, "cg_pipe"}};
 
 template <typename T, std::size_t N>
 constexpr bool contains(const T (&set)[N], T v) {
@@ -370,7 +429,6 @@ constexpr bool contains(const T (&set)[N], T v) {
 constexpr bool has_unroll(int u) { return contains(kUnrolls, u); }
 constexpr bool has_load(Ld l) { return contains(kLoads, l); }
 constexpr bool has_stream_load(Ld l) { return contains(kStreamLoads, l); }
-constexpr bool has_l2_load(Ld l) { return contains(kL2Loads, l); }
 constexpr bool has_store(St s) { return contains(kStores, s); }
 
 struct LoadName { Ld ld; const char* name; };
@@ -439,19 +497,6 @@ struct ReadFamily {
     return {reinterpret_cast<const void*>(&read_kernel<U, L>),
             [](unsigned g, unsigned t, std::size_t, cudaStream_t st, const LaunchArgs& a) {
               read_kernel<U, L><<<g, t, 0, st>>>(a.src0, a.nvec, a.partials);
-            }};
-  }
-};
-
-struct L2ReadFamily {
-  static constexpr bool kLoads = true, kStores = false;
-  static constexpr bool unroll_ok(int u) { return has_unroll(u); }
-  static constexpr bool load_ok(Ld l) { return has_l2_load(l); }
-  template <int U, Ld L, St>
-  static Kernel get() {
-    return {reinterpret_cast<const void*>(&l2_read_kernel<U, L>),
-            [](unsigned g, unsigned t, std::size_t, cudaStream_t st, const LaunchArgs& a) {
-              l2_read_kernel<U, L><<<g, t, 0, st>>>(a.src0, a.nchunks, a.total_chunks, a.partials);
             }};
   }
 };
@@ -551,6 +596,46 @@ Kernel pick_kernel(int unroll, Ld l, St s) {
   throw std::invalid_argument("unroll " + std::to_string(unroll) + " is not compiled into this build");
 }
 
+L2Order parse_l2_variant(const std::string& name) {
+  for (const auto& v : kL2Variants)
+    if (name == v.name) return v.order;
+  std::string known;
+  for (const auto& v : kL2Variants) known += std::string(known.empty() ? "" : ", ") + v.name;
+  throw std::invalid_argument("l2_read: load '" + name + "' is not an L2 read variant (" + known +
+                              "; each loads with ld.global.cg, which never caches in L1)");
+}
+
+template <int U, L2Order O>
+Kernel l2_kernel_of() {
+  return {reinterpret_cast<const void*>(&l2_read_kernel<U, O>),
+          [](unsigned g, unsigned t, std::size_t, cudaStream_t st, const LaunchArgs& a) {
+            l2_read_kernel<U, O><<<g, t, 0, st>>>(a.src0, a.nchunks, a.total_chunks, a.partials);
+          }};
+}
+
+template <int U>
+Kernel l2_kernel_u(L2Order o) {
+  switch (o) {
+    case L2Order::Stride: return l2_kernel_of<U, L2Order::Stride>();
+    case L2Order::Spread: return l2_kernel_of<U, L2Order::Spread>();
+    case L2Order::Pipe: return l2_kernel_of<U, L2Order::Pipe>();
+  }
+  throw std::logic_error("L2 order missing from l2_kernel_u");
+}
+
+Kernel l2_kernel(int unroll, const std::string& variant) {
+  const L2Order o = parse_l2_variant(variant);
+  switch (unroll) {
+    case 1: return l2_kernel_u<1>(o);
+    case 2: return l2_kernel_u<2>(o);
+    case 4: return l2_kernel_u<4>(o);
+    case 8: return l2_kernel_u<8>(o);
+    case 16: return l2_kernel_u<16>(o);
+    default: break;
+  }
+  throw std::invalid_argument("l2_read: unroll " + std::to_string(unroll) + " is not compiled into this build");
+}
+
 Kernel bulk_copy() {
   return {reinterpret_cast<const void*>(&bulk_copy_kernel),
           [](unsigned g, unsigned t, std::size_t smem, cudaStream_t st, const LaunchArgs& a) {
@@ -613,9 +698,9 @@ struct PatternSpec {
   bool copy_engines;    // "bulk" (cp.async.bulk) and "memcpy" may stand in for the kernel
   unsigned check;       // kChecksum | kSpotCheck
   std::uint32_t (*expected)(const Seeds&, std::uint64_t);  // spot check: destination word i
-  Kernel (*kernel)(int unroll, Ld, St);                    // nullptr: chosen per mix ratio
+  Kernel (*kernel)(int unroll, Ld, St);                    // nullptr: chosen per mix ratio / L2 variant
   bool (*unroll_ok)(int);
-  bool (*load_ok)(Ld);  // nullptr: the pattern loads nothing and ignores the load flavour
+  bool (*load_ok)(Ld);  // nullptr: no load flavour to check (write loads nothing; l2_read names variants)
   const char* load_rule;  // why a load flavour the row refuses is refused
 };
 
@@ -630,9 +715,9 @@ const PatternSpec kPatterns[] = {
      &TriadFamily::unroll_ok, &TriadFamily::load_ok, "is not compiled for copy/triad in this build"},
     {Pattern::Mix, "mix", 1, false, true, false, kChecksum | kSpotCheck, &expect_fill, nullptr,
      &MixFamily<1, 1>::unroll_ok, &MixFamily<1, 1>::load_ok, "is not compiled for the mix kernel in this build"},
-    {Pattern::L2Read, "l2_read", 1, false, false, false, kChecksum, nullptr, &pick_kernel<L2ReadFamily>,
-     &L2ReadFamily::unroll_ok, &L2ReadFamily::load_ok,
-     "cannot be used: the L2 sweep needs a load that skips L1 (cg, nc_na)"},
+    // The L2 read's "load" names a variant (kL2Variants), checked by parse_l2_variant; its kernels
+    // come from l2_kernel.
+    {Pattern::L2Read, "l2_read", 1, false, false, false, kChecksum, nullptr, nullptr, &has_unroll, nullptr, ""},
 };
 
 const PatternSpec& spec_of(Pattern p) {
@@ -1054,6 +1139,9 @@ std::vector<BwResult> run_l2_read(int device, std::size_t working_set_bytes, std
                                   BwFault fault) {
   const PatternSpec& p = spec_of(Pattern::L2Read);
   validate_common(reps, warmup, configs, p);
+  for (const auto& c : configs) {
+    parse_l2_variant(c.load);  // validate_common has refused the copy engines already
+  }
   if (working_set_bytes < 16 || working_set_bytes % 16)
     throw std::invalid_argument("working_set_bytes must be a positive multiple of 16");
   const std::uint64_t nvec = working_set_bytes / 16, nwords = working_set_bytes / 4;
@@ -1086,7 +1174,7 @@ std::vector<BwResult> run_l2_read(int device, std::size_t working_set_bytes, std
 
   std::vector<BwResult> results;
   for (const auto& c : configs) {
-    const Kernel k = select_kernel(p, c);
+    const Kernel k = l2_kernel(c.unroll, c.load);
     const std::uint64_t chunk = static_cast<std::uint64_t>(c.unroll) * c.threads;
     LaunchArgs args;
     args.src0 = ws.get<uint4>();
@@ -1108,6 +1196,15 @@ std::vector<BwResult> run_l2_read(int device, std::size_t working_set_bytes, std
   return results;
 }
 
+BwConfig l2_default_config() {
+  BwConfig c;
+  c.threads = 256;
+  c.unroll = 4;
+  c.blocks_per_sm = 0;
+  c.load = kL2Variants[0].name;
+  return c;
+}
+
 std::vector<int> bandwidth_unrolls(const std::string& pattern) {
   if (pattern == "mix") return {std::begin(kMixUnrolls), std::end(kMixUnrolls)};
   return {std::begin(kUnrolls), std::end(kUnrolls)};
@@ -1118,6 +1215,10 @@ std::vector<std::string> bandwidth_load_flavours(const std::string& pattern) {
                          : pattern == "mix"   ? spec_of(Pattern::Mix)
                                               : parse_pattern(pattern);
   std::vector<std::string> v;
+  if (p.id == Pattern::L2Read) {
+    for (const auto& n : kL2Variants) v.emplace_back(n.name);
+    return v;
+  }
   if (!p.load_ok) return v;  // loads nothing
   for (const auto& n : kLoadNames)
     if (has_load(n.ld) && p.load_ok(n.ld)) v.emplace_back(n.name);

@@ -84,12 +84,19 @@ std::vector<BwResult> run_bandwidth(int device, const std::string& pattern, std:
                                     std::uint32_t seed, BwFault fault = BwFault::None);
 
 // Reads a working set of `working_set_bytes` (meant to fit in L2) `passes` times per launch, with
-// `passes` chosen so one launch moves about `target_bytes_per_launch`. L1 is bypassed by the load
-// flavour ("cg" or "nc_na" are the ones that make sense here).
+// `passes` chosen so one launch moves about `target_bytes_per_launch`. Every variant loads with
+// ld.global.cg, which never caches in L1, so each figure is L2 (or, past its size, HBM) traffic;
+// a configuration's `load` names the variant's access order: "cg" (grid-stride), "cg_spread"
+// (contiguous stretch per block), "cg_pipe" (grid-stride, next chunk's loads in flight while the
+// current one is folded). See bandwidth.cu's L2 kernels.
 std::vector<BwResult> run_l2_read(int device, std::size_t working_set_bytes,
                                   std::size_t target_bytes_per_launch, int reps, int warmup,
                                   const std::vector<BwConfig>& configs, std::uint32_t seed,
                                   BwFault fault = BwFault::None);
+
+// The configuration run_l2_read's callers get when they name none (BwConfig's default load,
+// nc_na, is not an L2 variant).
+BwConfig l2_default_config();
 
 // Reads R parts and writes W parts per chunk (read_parts:write_parts, each 1..4, not both zero:
 // read-only and write-only are the read and write patterns), the source and destination sized

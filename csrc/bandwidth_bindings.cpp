@@ -16,10 +16,8 @@ namespace py = pybind11;
 namespace roofline {
 namespace {
 
-BwConfig config_from(const py::handle& obj) {
+BwConfig config_from(const py::dict& d) {
   BwConfig c;
-  if (obj.is_none()) return c;
-  py::dict d = py::reinterpret_borrow<py::dict>(obj);
   for (auto item : d) {
     const std::string key = py::str(item.first);
     if (key == "threads") c.threads = item.second.cast<int>();
@@ -35,20 +33,7 @@ BwConfig config_from(const py::handle& obj) {
 }
 
 std::vector<BwConfig> configs_from(const py::object& configs) {
-  std::vector<BwConfig> out;
-  if (configs.is_none()) {
-    out.emplace_back();
-    return out;
-  }
-  if (py::isinstance<py::dict>(configs)) {
-    out.push_back(config_from(configs));
-    return out;
-  }
-  for (auto c : configs) {
-    if (!py::isinstance<py::dict>(c)) throw py::type_error("each configuration must be a dict");
-    out.push_back(config_from(c));
-  }
-  return out;
+  return bind::configs_from<BwConfig>(configs, config_from);
 }
 
 py::dict config_dict(const BwConfig& c) {
@@ -80,14 +65,8 @@ py::dict result_dict(const BwResult& r) {
   d["config"] = cfg;
   d["warmup"] = r.warmup;
   d["seed"] = r.seed;
-  d["skipped"] = r.skipped.empty() ? py::object(py::none()) : py::object(py::str(r.skipped));
-  d["reps"] = r.timing.ms.size();
-  d["times_ms"] = r.timing.ms;
-  d["median_ms"] = r.timing.median_ms;
-  d["best_ms"] = r.timing.best_ms;
-  d["mean_ms"] = r.timing.mean_ms;
-  d["worst_ms"] = r.timing.worst_ms;
-  d["cv"] = r.timing.cv;
+  d["skipped"] = bind::skipped(r.skipped);
+  bind::put_timing(d, r.timing);
   d["timed_end_s"] = r.timed_end_s;
   py::dict v;
   v["method"] = r.verification.method;
@@ -101,11 +80,7 @@ py::dict result_dict(const BwResult& r) {
   return d;
 }
 
-py::list results_list(const std::vector<BwResult>& rs) {
-  py::list out;
-  for (const auto& r : rs) out.append(result_dict(r));
-  return out;
-}
+py::list results_list(const std::vector<BwResult>& rs) { return bind::list_of(rs, result_dict); }
 
 }  // namespace
 
@@ -116,12 +91,7 @@ void bind_bandwidth(py::module_& m) {
          const py::object& configs, std::uint32_t seed, const std::string& fault) {
         const auto cfgs = configs_from(configs);
         const BwFault f = parse_bw_fault(fault);
-        std::vector<BwResult> rs;
-        {
-          py::gil_scoped_release release;
-          rs = run_bandwidth(device, pattern, buffer_bytes, reps, warmup, cfgs, seed, f);
-        }
-        return results_list(rs);
+        return results_list(bind::released([&] { return run_bandwidth(device, pattern, buffer_bytes, reps, warmup, cfgs, seed, f); }));
       },
       py::arg("device"), py::arg("pattern"), py::arg("buffer_bytes"), py::arg("reps") = 30,
       py::arg("warmup") = 5, py::arg("configs") = py::none(), py::arg("seed") = 12345u,
@@ -136,20 +106,19 @@ void bind_bandwidth(py::module_& m) {
       "bandwidth_l2_read",
       [](int device, std::size_t working_set_bytes, std::size_t bytes_per_launch, int reps, int warmup,
          const py::object& configs, std::uint32_t seed, const std::string& fault) {
-        const auto cfgs = configs_from(configs);
+        const auto cfgs = configs.is_none() ? std::vector<BwConfig>{l2_default_config()} : configs_from(configs);
         const BwFault f = parse_bw_fault(fault);
-        std::vector<BwResult> rs;
-        {
-          py::gil_scoped_release release;
-          rs = run_l2_read(device, working_set_bytes, bytes_per_launch, reps, warmup, cfgs, seed, f);
-        }
-        return results_list(rs);
+        return results_list(bind::released([&] { return run_l2_read(device, working_set_bytes, bytes_per_launch, reps, warmup, cfgs, seed, f); }));
       },
       py::arg("device"), py::arg("working_set_bytes"), py::arg("bytes_per_launch") = std::size_t(2) << 30,
       py::arg("reps") = 30, py::arg("warmup") = 5, py::arg("configs") = py::none(), py::arg("seed") = 12345u,
       py::arg("fault") = "none",
       "Time reads of a working set meant to fit in L2, repeated inside the kernel so one launch moves "
-      "about bytes_per_launch; the working set must be a whole number of threads*unroll*16-byte chunks.");
+      "about bytes_per_launch; the working set must be a whole number of threads*unroll*16-byte chunks. "
+      "Every variant loads with ld.global.cg (never cached in L1); a configuration's 'load' names its "
+      "access order: 'cg' (grid-stride), 'cg_spread' (a contiguous stretch per block), 'cg_pipe' "
+      "(grid-stride, the next chunk's loads in flight while the current one is folded). No configs: "
+      "bandwidth_capabilities()['l2_default_config'].");
 
   m.def(
       "bandwidth_mix",
@@ -157,12 +126,7 @@ void bind_bandwidth(py::module_& m) {
          const py::object& configs, std::uint32_t seed, const std::string& fault) {
         const auto cfgs = configs_from(configs);
         const BwFault f = parse_bw_fault(fault);
-        std::vector<BwResult> rs;
-        {
-          py::gil_scoped_release release;
-          rs = run_mix(device, read_parts, write_parts, buffer_bytes, reps, warmup, cfgs, seed, f);
-        }
-        return results_list(rs);
+        return results_list(bind::released([&] { return run_mix(device, read_parts, write_parts, buffer_bytes, reps, warmup, cfgs, seed, f); }));
       },
       py::arg("device"), py::arg("read_parts"), py::arg("write_parts"), py::arg("buffer_bytes"),
       py::arg("reps") = 30, py::arg("warmup") = 5, py::arg("configs") = py::none(), py::arg("seed") = 12345u,
@@ -189,6 +153,7 @@ void bind_bandwidth(py::module_& m) {
     d["mix_ratios"] = bandwidth_mix_ratios();
     d["mix_unrolls"] = bandwidth_unrolls("mix");
     d["default_config"] = config_dict(BwConfig{});
+    d["l2_default_config"] = config_dict(l2_default_config());
     return d;
   }, "The configuration values this build accepts.");
 }

@@ -53,13 +53,7 @@ py::dict to_dict(const Measurement& m) {
   for (const auto& kv : m.config) cfg[py::str(kv.first)] = kv.second;
   d["config"] = cfg;
   d["flop_per_launch"] = m.flop_per_launch;
-  d["reps"] = static_cast<int>(m.timing.ms.size());
-  d["ms"] = m.timing.ms;
-  d["median_ms"] = m.timing.median_ms;
-  d["best_ms"] = m.timing.best_ms;
-  d["mean_ms"] = m.timing.mean_ms;
-  d["worst_ms"] = m.timing.worst_ms;
-  d["cv"] = m.timing.cv;
+  bind::put_timing(d, m.timing, "ms");
   d["tflops_median"] = m.tflops_median;
   d["tflops_best"] = m.tflops_best;
   d["kernel_clock_mhz"] = m.kernel_clock_mhz > 0 ? py::cast(m.kernel_clock_mhz) : py::none();
@@ -85,21 +79,13 @@ KernelConfig make_config(long long iterations, double target_ms, int threads_per
 
 void bind_compute(py::module_& m) {
   m.def("compute_device", [](int device) {
-    DeviceFacts f;
-    {
-      py::gil_scoped_release release;
-      f = device_facts(device);
-    }
+    const DeviceFacts f = bind::released([&] { return device_facts(device); });
     return to_dict(f);
   }, py::arg("device"),
   "Facts the compute kernels are sized from: name, compute capability, SMs, max SM clock (MHz or None).");
 
   m.def("compute_paths", [](int device) {
-    DeviceFacts f;
-    {
-      py::gil_scoped_release release;
-      f = device_facts(device);
-    }
+    const DeviceFacts f = bind::released([&] { return device_facts(device); });
     py::dict out;
     for (Precision p : all_precisions()) {
       py::dict paths;
@@ -126,12 +112,7 @@ void bind_compute(py::module_& m) {
           KernelConfig c = make_config(iterations, 1.0, threads_per_block, blocks_per_sm, warpgroups, swizzle,
                                        a_from_registers);
           c.swap_descriptor_strides = swap_descriptor_strides;
-          Verification v;
-          {
-            py::gil_scoped_release release;
-            v = verify(device_facts(device), p, pa, c, corrupt);
-          }
-          return to_dict(v);
+          return to_dict(bind::released([&] { return verify(device_facts(device), p, pa, c, corrupt); }));
         },
         py::arg("device"), py::arg("precision"), py::arg("path"), py::arg("corrupt") = false,
         py::arg("iterations") = 0, py::arg("threads_per_block") = 0, py::arg("blocks_per_sm") = 0,
@@ -151,12 +132,7 @@ void bind_compute(py::module_& m) {
           const Path pa = parse_path(path);
           const KernelConfig c = make_config(iterations, target_ms, threads_per_block, blocks_per_sm, warpgroups,
                                              swizzle, a_from_registers);
-          Measurement r;
-          {
-            py::gil_scoped_release release;
-            r = measure(device_facts(device), p, pa, c, warmup, reps);
-          }
-          return to_dict(r);
+          return to_dict(bind::released([&] { return measure(device_facts(device), p, pa, c, warmup, reps); }));
         },
         py::arg("device"), py::arg("precision"), py::arg("path"), py::arg("reps") = 20, py::arg("warmup") = 3,
         py::arg("target_ms") = 2.0, py::arg("iterations") = 0, py::arg("threads_per_block") = 0,

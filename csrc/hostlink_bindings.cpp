@@ -17,13 +17,7 @@ py::dict result_dict(const HostLinkResult& r) {
   d["bytes"] = r.bytes;
   d["warmup"] = r.warmup;
   d["seed"] = r.seed;
-  d["reps"] = r.timing.ms.size();
-  d["times_ms"] = r.timing.ms;
-  d["median_ms"] = r.timing.median_ms;
-  d["best_ms"] = r.timing.best_ms;
-  d["mean_ms"] = r.timing.mean_ms;
-  d["worst_ms"] = r.timing.worst_ms;
-  d["cv"] = r.timing.cv;
+  bind::put_timing(d, r.timing);
   py::dict v;
   v["method"] = r.verification.method;
   v["checked_words"] = r.verification.checked_words;
@@ -45,14 +39,8 @@ void bind_hostlink(py::module_& m) {
       "hostlink_run",
       [](int device, std::size_t bytes, int reps, int warmup, std::uint32_t seed, const std::string& fault) {
         const HostLinkFault f = parse_hostlink_fault(fault);
-        std::vector<HostLinkResult> rs;
-        {
-          py::gil_scoped_release release;
-          rs = run_hostlink(device, bytes, reps, warmup, seed, f);
-        }
-        py::list out;
-        for (const auto& r : rs) out.append(result_dict(r));
-        return out;
+        return bind::list_of(bind::released([&] { return run_hostlink(device, bytes, reps, warmup, seed, f); }),
+                             result_dict);
       },
       py::arg("device"), py::arg("bytes"), py::arg("reps") = 20, py::arg("warmup") = 3,
       py::arg("seed") = 12345u, py::arg("fault") = "none",

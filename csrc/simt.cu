@@ -10,9 +10,12 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "compute.hpp"
+#include "compute_skeleton.hpp"
 #include "device.hpp"
 
 namespace roofline {
@@ -96,88 +99,78 @@ std::vector<T> make_seeds(long long n) {
 }
 
 template <typename T>
-void launch(const Plan& p, cudaStream_t s, const T* seeds, long long iterations, T* out,
+void launch_fma(const Plan& p, cudaStream_t s, const T* seeds, long long iterations, T* out,
             unsigned long long* probe = nullptr) {
   fma_kernel<T><<<p.grid, p.block, 0, s>>>(seeds, Constants<T>::m(), Constants<T>::a(), iterations, out, probe);
   CUDA_CHECK_LAUNCH();
 }
 
+// One (fp32 | fp64) benchmark for the measurement skeleton (compute_skeleton.hpp).
 template <typename T>
-Verification verify_t(const DeviceFacts& f, const KernelConfig& c, bool corrupt, const Plan& p, Precision prec) {
-  DeviceScope scope(f.device);
-  const long long threads = p.threads();
-  std::vector<T> seeds = make_seeds<T>(threads * kChains);
-  DeviceBuffer d_seeds(seeds.size() * sizeof(T)), d_out(threads * sizeof(T));
-  CUDA_CHECK(cudaMemcpy(d_seeds.get(), seeds.data(), seeds.size() * sizeof(T), cudaMemcpyHostToDevice));
-  if (corrupt) {  // after the host kept its copy: the device now computes from a different seed
-    T bad = seeds[0] * static_cast<T>(3) + static_cast<T>(1);
-    CUDA_CHECK(cudaMemcpy(d_seeds.get(), &bad, sizeof(T), cudaMemcpyHostToDevice));
+class Bench {
+ public:
+  static constexpr Path kPath = Path::simt;
+  Bench(const DeviceFacts& f, Precision p, const KernelConfig& c) : p_(p), c_(c), plan_(make_plan<T>(f, c)) {}
+
+  std::string instruction() const { return p_ == Precision::fp32 ? "fma.rn.f32" : "fma.rn.f64"; }
+  const void* kernel() const { return reinterpret_cast<const void*>(fma_kernel<T>); }
+  LaunchShape shape() const { return {plan_.grid, plan_.block, 0}; }
+  double flop_per_iteration() const { return 2.0 * static_cast<double>(plan_.threads()) * kUnroll * kChains; }
+  std::map<std::string, long long> config(long long iterations) const {
+    return {{"threads_per_block", plan_.block}, {"blocks_per_sm", plan_.blocks_per_sm}, {"chains", kChains},
+            {"unroll", kUnroll},               {"iterations", iterations}};
   }
-  CUDA_CHECK(cudaMemset(d_out.get(), 0xFF, threads * sizeof(T)));  // NaN: unwritten elements fail
-  const long long iters = c.iterations > 0 && c.iterations < 4 ? c.iterations : 2;
-  Stream stream;
-  launch<T>(p, stream.get(), d_seeds.get<T>(), iters, d_out.get<T>());
-  stream.synchronize();
-  std::vector<T> out(static_cast<std::size_t>(threads));
-  CUDA_CHECK(cudaMemcpy(out.data(), d_out.get(), threads * sizeof(T), cudaMemcpyDeviceToHost));
 
-  // Every thread's result is checked at the ends and on a stride through the middle; the replay
-  // is ~1000 FMAs per thread, so checking all ~270k threads of a big GPU would take seconds.
-  Checker check(prec == Precision::fp32 ? 1e-6 : 1e-13);
-  const long long stride = threads > 8192 ? threads / 4096 : 1;
-  auto check_thread = [&](long long t) {
-    T v[kChains];
-    for (int j = 0; j < kChains; ++j) v[j] = seeds[t * kChains + j];
-    for (long long it = 0; it < iters * kUnroll; ++it)
-      for (int j = 0; j < kChains; ++j) v[j] = host_fma(v[j], Constants<T>::m(), Constants<T>::a());
-    T s = v[0];
-    for (int j = 1; j < kChains; ++j) s = s + v[j];
-    check.check(static_cast<double>(out[t]), static_cast<double>(s), std::fabs(static_cast<double>(s)), t);
-  };
-  for (long long t = 0; t < threads; t += stride) check_thread(t);
-  for (long long t = threads - p.block; t < threads; ++t) check_thread(t);
-  return check.done(iters);
-}
+  Verification verify(bool corrupt) const {
+    const long long threads = plan_.threads();
+    std::vector<T> seeds = make_seeds<T>(threads * kChains);
+    DeviceBuffer d_seeds(seeds.size() * sizeof(T)), d_out(threads * sizeof(T));
+    CUDA_CHECK(cudaMemcpy(d_seeds.get(), seeds.data(), seeds.size() * sizeof(T), cudaMemcpyHostToDevice));
+    if (corrupt) {  // after the host kept its copy: the device now computes from a different seed
+      T bad = seeds[0] * static_cast<T>(3) + static_cast<T>(1);
+      CUDA_CHECK(cudaMemcpy(d_seeds.get(), &bad, sizeof(T), cudaMemcpyHostToDevice));
+    }
+    const long long iters = verification_iterations(c_, 2);
+    const std::vector<T> out = run_for_verification<T>(d_out, threads, [&](cudaStream_t s) {
+      launch_fma<T>(plan_, s, d_seeds.get<T>(), iters, d_out.get<T>());
+    });
 
-template <typename T>
-Measurement measure_t(const DeviceFacts& f, Precision prec, const KernelConfig& c, int warmup, int reps) {
-  DeviceScope scope(f.device);
-  Plan p = make_plan<T>(f, c);
-  Measurement m;
-  m.precision = prec;
-  m.path = Path::simt;
-  m.facts = f;
-  m.instruction = prec == Precision::fp32 ? "fma.rn.f32" : "fma.rn.f64";
-  m.verification = verify_t<T>(f, c, false, p, prec);
-  throw_if_failed(m.verification, prec, Path::simt);
+    // Every thread's result is checked at the ends and on a stride through the middle; the replay
+    // is ~1000 FMAs per thread, so checking all ~270k threads of a big GPU would take seconds.
+    Checker check(p_ == Precision::fp32 ? 1e-6 : 1e-13);
+    const long long stride = threads > 8192 ? threads / 4096 : 1;
+    auto check_thread = [&](long long t) {
+      T v[kChains];
+      for (int j = 0; j < kChains; ++j) v[j] = seeds[t * kChains + j];
+      for (long long it = 0; it < iters * kUnroll; ++it)
+        for (int j = 0; j < kChains; ++j) v[j] = host_fma(v[j], Constants<T>::m(), Constants<T>::a());
+      T s = v[0];
+      for (int j = 1; j < kChains; ++j) s = s + v[j];
+      check.check(static_cast<double>(out[t]), static_cast<double>(s), std::fabs(static_cast<double>(s)), t);
+    };
+    for (long long t = 0; t < threads; t += stride) check_thread(t);
+    for (long long t = threads - plan_.block; t < threads; ++t) check_thread(t);
+    return check.done(iters);
+  }
 
-  const long long threads = p.threads();
-  std::vector<T> seeds = make_seeds<T>(threads * kChains);
-  DeviceBuffer d_seeds(seeds.size() * sizeof(T)), d_out(threads * sizeof(T));
-  CUDA_CHECK(cudaMemcpy(d_seeds.get(), seeds.data(), seeds.size() * sizeof(T), cudaMemcpyHostToDevice));
-  Stream stream;
-  auto run = [&](cudaStream_t s, long long iters) { launch<T>(p, s, d_seeds.get<T>(), iters, d_out.get<T>()); };
-  m.iterations = c.iterations > 0 ? c.iterations : size_iterations(stream.get(), 16, c.target_ms, run);
-  DeviceBuffer d_probe(2 * sizeof(unsigned long long));
-  CUDA_CHECK(cudaMemset(d_probe.get(), 0, 2 * sizeof(unsigned long long)));
-  m.timing = time_launches(stream.get(), warmup, reps, [&](cudaStream_t s) {
-    launch<T>(p, s, d_seeds.get<T>(), m.iterations, d_out.get<T>(), d_probe.get<unsigned long long>());
-  });
-  unsigned long long probe[2] = {0, 0};
-  CUDA_CHECK(cudaMemcpy(probe, d_probe.get(), sizeof probe, cudaMemcpyDeviceToHost));
-  m.kernel_clock_mhz = probe_mhz(probe);
+  void prepare() {
+    const long long threads = plan_.threads();
+    std::vector<T> seeds = make_seeds<T>(threads * kChains);
+    d_seeds_ = DeviceBuffer(seeds.size() * sizeof(T));
+    d_out_ = DeviceBuffer(threads * sizeof(T));
+    CUDA_CHECK(cudaMemcpy(d_seeds_.get(), seeds.data(), seeds.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  void launch(cudaStream_t s, long long iterations, unsigned long long* probe) {
+    launch_fma<T>(plan_, s, d_seeds_.get<T>(), iterations, d_out_.get<T>(), probe);
+  }
+  void check_status() const {}  // the SIMT kernel exists for every target
 
-  cudaFuncAttributes attr{};
-  CUDA_CHECK(cudaFuncGetAttributes(&attr, fma_kernel<T>));
-  m.grid = p.grid;
-  m.block = p.block;
-  m.regs_per_thread = attr.numRegs;
-  m.flop_per_launch = 2.0 * static_cast<double>(threads) * static_cast<double>(m.iterations) * kUnroll * kChains;
-  m.config = {{"threads_per_block", p.block}, {"blocks_per_sm", p.blocks_per_sm}, {"chains", kChains},
-              {"unroll", kUnroll},           {"iterations", m.iterations}};
-  finish(m);
-  return m;
-}
+ private:
+  Precision p_;
+  KernelConfig c_;
+  Plan plan_;
+  DeviceBuffer d_seeds_, d_out_;
+};
 
 }  // namespace
 
@@ -187,14 +180,13 @@ Support support(const DeviceFacts&, Precision p) {
 }
 
 Verification verify(const DeviceFacts& f, Precision p, const KernelConfig& c, bool corrupt) {
-  DeviceScope scope(f.device);
-  if (p == Precision::fp32) return verify_t<float>(f, c, corrupt, make_plan<float>(f, c), p);
-  return verify_t<double>(f, c, corrupt, make_plan<double>(f, c), p);
+  if (p == Precision::fp32) return verify_bench<Bench<float>>(f, p, c, corrupt);
+  return verify_bench<Bench<double>>(f, p, c, corrupt);
 }
 
 Measurement measure(const DeviceFacts& f, Precision p, const KernelConfig& c, int warmup, int reps) {
-  if (p == Precision::fp32) return measure_t<float>(f, p, c, warmup, reps);
-  return measure_t<double>(f, p, c, warmup, reps);
+  if (p == Precision::fp32) return measure_bench<Bench<float>>(f, p, c, warmup, reps);
+  return measure_bench<Bench<double>>(f, p, c, warmup, reps);
 }
 
 }  // namespace simt

@@ -15,9 +15,8 @@ namespace py = pybind11;
 namespace roofline {
 namespace {
 
-SmemConfig smem_config_from(const py::handle& obj) {
+SmemConfig smem_config_from(const py::dict& d) {
   SmemConfig c;
-  py::dict d = py::reinterpret_borrow<py::dict>(obj);
   for (auto item : d) {
     const std::string key = py::str(item.first);
     if (key == "threads") c.threads = item.second.cast<int>();
@@ -28,21 +27,6 @@ SmemConfig smem_config_from(const py::handle& obj) {
                                "' (threads, width, vectors, blocks_per_sm)");
   }
   return c;
-}
-
-std::vector<SmemConfig> smem_configs_from(const py::object& configs) {
-  std::vector<SmemConfig> out;
-  if (configs.is_none()) {
-    out.emplace_back();
-  } else if (py::isinstance<py::dict>(configs)) {
-    out.push_back(smem_config_from(configs));
-  } else {
-    for (auto c : configs) {
-      if (!py::isinstance<py::dict>(c)) throw py::type_error("each configuration must be a dict");
-      out.push_back(smem_config_from(c));
-    }
-  }
-  return out;
 }
 
 py::dict smem_result_dict(const SmemResult& r) {
@@ -62,14 +46,8 @@ py::dict smem_result_dict(const SmemResult& r) {
   d["bytes_per_launch"] = r.bytes_per_launch;
   d["warmup"] = r.warmup;
   d["seed"] = r.seed;
-  d["skipped"] = r.skipped.empty() ? py::object(py::none()) : py::object(py::str(r.skipped));
-  d["reps"] = r.timing.ms.size();
-  d["times_ms"] = r.timing.ms;
-  d["median_ms"] = r.timing.median_ms;
-  d["best_ms"] = r.timing.best_ms;
-  d["mean_ms"] = r.timing.mean_ms;
-  d["worst_ms"] = r.timing.worst_ms;
-  d["cv"] = r.timing.cv;
+  d["skipped"] = bind::skipped(r.skipped);
+  bind::put_timing(d, r.timing);
   d["kernel_clock_mhz"] = r.kernel_clock_mhz;
   d["timed_end_s"] = r.timed_end_s;
   py::dict v;
@@ -87,16 +65,10 @@ void bind_smem(py::module_& m) {
       "smem_run",
       [](int device, int reps, int warmup, double target_ms, long long passes, const py::object& configs,
          std::uint32_t seed, const std::string& fault) {
-        const auto cfgs = smem_configs_from(configs);
+        const auto cfgs = bind::configs_from<SmemConfig>(configs, smem_config_from);
         const SmemFault f = parse_smem_fault(fault);
-        std::vector<SmemResult> rs;
-        {
-          py::gil_scoped_release release;
-          rs = run_smem(device, reps, warmup, target_ms, passes, cfgs, seed, f);
-        }
-        py::list out;
-        for (const auto& r : rs) out.append(smem_result_dict(r));
-        return out;
+        return bind::list_of(bind::released([&] { return run_smem(device, reps, warmup, target_ms, passes, cfgs, seed, f); }),
+                             smem_result_dict);
       },
       py::arg("device"), py::arg("reps") = 20, py::arg("warmup") = 3, py::arg("target_ms") = 2.0,
       py::arg("passes") = 0, py::arg("configs") = py::none(), py::arg("seed") = 12345u, py::arg("fault") = "none",

@@ -12,9 +12,12 @@
 #include <cuda_runtime.h>
 
 #include <cstring>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "compute.hpp"
+#include "compute_skeleton.hpp"
 #include "device.hpp"
 
 #if defined(__CUDA_ARCH__)
@@ -239,18 +242,10 @@ Plan make_plan(const DeviceFacts& f, const KernelConfig& c) {
 }
 
 template <class Op>
-void launch(const Plan& p, cudaStream_t s, const uint32_t* frags, long long iters, typename Op::Acc* out, int* status,
-            unsigned long long* probe = nullptr) {
+void launch_mma(const Plan& p, cudaStream_t s, const uint32_t* frags, long long iters, typename Op::Acc* out,
+                int* status, unsigned long long* probe = nullptr) {
   mma_kernel<Op><<<p.grid, p.block, 0, s>>>(frags, iters, out, status, probe);
   CUDA_CHECK_LAUNCH();
-}
-
-inline void check_status(const DeviceBuffer& status, const char* instr) {
-  int st = 0;
-  CUDA_CHECK(cudaMemcpy(&st, status.get(), sizeof st, cudaMemcpyDeviceToHost));
-  if (st == kStatusNotCompiled)
-    throw CoreError(std::string("this build has no code for ") + instr +
-                    " on this GPU's architecture (rebuild with its architecture in ROOFLINE_CUDA_ARCHS)");
 }
 
 Operands random_operands(const DeviceFacts&, Precision p, int M, int N, int K, uint64_t seed) {
@@ -272,109 +267,102 @@ double tolerance(Precision p) {
   }
 }
 
+// One (precision, mma.sync instruction) benchmark for the measurement skeleton (compute_skeleton.hpp).
 template <class Op>
-Verification verify_op(const DeviceFacts& f, Precision p, const KernelConfig& c, bool corrupt) {
-  DeviceScope scope(f.device);
-  const Plan plan = make_plan<Op>(f, c);
-  Operands o = random_operands(f, p, Op::M, Op::N, Op::K, 0xC0FFEEull + static_cast<int>(p));
-  std::vector<uint32_t> frags = pack<Op>(o, p);
+class Bench {
+ public:
+  using Acc = typename Op::Acc;
+  static constexpr Path kPath = Path::mma_sync;
+  Bench(const DeviceFacts& f, Precision p, const KernelConfig& c) : f_(f), p_(p), c_(c), plan_(make_plan<Op>(f, c)) {}
 
-  // Exact reference D_xy = A_x * B_y (products of these formats are exact in double) and the
-  // bound each element's rounding could reach.
-  std::vector<double> ref[2][2], bound[2][2];
-  for (int x = 0; x < 2; ++x)
-    for (int y = 0; y < 2; ++y) {
-      ref[x][y].assign(Op::M * Op::N, 0.0);
-      bound[x][y].assign(Op::M * Op::N, 0.0);
-      for (int i = 0; i < Op::M; ++i)
-        for (int j = 0; j < Op::N; ++j)
-          for (int k = 0; k < Op::K; ++k) {
-            double prod = o.a[x][i * Op::K + k].value * o.b[y][k * Op::N + j].value;
-            ref[x][y][i * Op::N + j] += prod;
-            bound[x][y][i * Op::N + j] += std::fabs(prod);
-          }
-    }
-  if (corrupt) {  // after the reference: one element of A_0 changes (sign, or +-64 for int8)
-    Element& e = o.a[0][0];
-    e.bits ^= p == Precision::int8 ? 0x40u : (1u << (8 * operand_bytes(p) - 1));
-    frags = pack<Op>(o, p);
+  std::string instruction() const { return Op::kName; }
+  const void* kernel() const { return reinterpret_cast<const void*>(mma_kernel<Op>); }
+  LaunchShape shape() const { return {plan_.grid, plan_.block, 0}; }
+  double flop_per_iteration() const {
+    return 2.0 * Op::M * Op::N * Op::K * static_cast<double>(plan_.warps()) * kUnroll * kAcc;
+  }
+  std::map<std::string, long long> config(long long iterations) const {
+    return {{"threads_per_block", plan_.block}, {"blocks_per_sm", plan_.blocks_per_sm},
+            {"accumulators_per_warp", kAcc},  {"unroll", kUnroll},
+            {"iterations", iterations},       {"mma_m", Op::M},
+            {"mma_n", Op::N},                 {"mma_k", Op::K}};
   }
 
-  const long long iters = c.iterations > 0 && c.iterations < 4 ? c.iterations : 1;
-  const long long count = iters * kUnroll;  // MMAs into each accumulator
-  const long long n_out = plan.warps() * kAcc * Op::kC * 32;
-  DeviceBuffer d_frags(frags.size() * 4), d_out(n_out * sizeof(typename Op::Acc)), d_status(sizeof(int));
-  CUDA_CHECK(cudaMemcpy(d_frags.get(), frags.data(), frags.size() * 4, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemset(d_out.get(), 0xFF, n_out * sizeof(typename Op::Acc)));
-  CUDA_CHECK(cudaMemset(d_status.get(), 0, sizeof(int)));
-  Stream stream;
-  launch<Op>(plan, stream.get(), d_frags.get<uint32_t>(), iters, d_out.get<typename Op::Acc>(), d_status.get<int>());
-  stream.synchronize();
-  check_status(d_status, Op::kName);
-  std::vector<typename Op::Acc> out(static_cast<std::size_t>(n_out));
-  CUDA_CHECK(cudaMemcpy(out.data(), d_out.get(), n_out * sizeof(typename Op::Acc), cudaMemcpyDeviceToHost));
+  Verification verify(bool corrupt) const {
+    Operands o = random_operands(f_, p_, Op::M, Op::N, Op::K, 0xC0FFEEull + static_cast<int>(p_));
+    std::vector<uint32_t> frags = pack<Op>(o, p_);
 
-  Checker check(tolerance(p));
-  for (long long w = 0; w < plan.warps(); ++w)
-    for (int j = 0; j < kAcc; ++j)
-      for (int r = 0; r < Op::kC; ++r)
-        for (int lane = 0; lane < 32; ++lane) {
-          const long long idx = ((w * kAcc + j) * Op::kC + r) * 32 + lane;
-          const Coord rc = c_coord<Op>(lane, r);
-          const int x = j & 1, y = (j >> 1) & 1, e = rc.r * Op::N + rc.c;
-          check.check(static_cast<double>(out[idx]), j + count * ref[x][y][e], count * bound[x][y][e], idx);
-        }
-  return check.done(iters);
-}
+    // Exact reference D_xy = A_x * B_y (products of these formats are exact in double) and the
+    // bound each element's rounding could reach.
+    std::vector<double> ref[2][2], bound[2][2];
+    for (int x = 0; x < 2; ++x)
+      for (int y = 0; y < 2; ++y) {
+        ref[x][y].assign(Op::M * Op::N, 0.0);
+        bound[x][y].assign(Op::M * Op::N, 0.0);
+        for (int i = 0; i < Op::M; ++i)
+          for (int j = 0; j < Op::N; ++j)
+            for (int k = 0; k < Op::K; ++k) {
+              double prod = o.a[x][i * Op::K + k].value * o.b[y][k * Op::N + j].value;
+              ref[x][y][i * Op::N + j] += prod;
+              bound[x][y][i * Op::N + j] += std::fabs(prod);
+            }
+      }
+    if (corrupt) {  // after the reference: one element of A_0 changes (sign, or +-64 for int8)
+      Element& e = o.a[0][0];
+      e.bits ^= p_ == Precision::int8 ? 0x40u : (1u << (8 * operand_bytes(p_) - 1));
+      frags = pack<Op>(o, p_);
+    }
 
-template <class Op>
-Measurement measure_op(const DeviceFacts& f, Precision p, const KernelConfig& c, int warmup, int reps) {
-  DeviceScope scope(f.device);
-  Measurement m;
-  m.precision = p;
-  m.path = Path::mma_sync;
-  m.facts = f;
-  m.instruction = Op::kName;
-  m.verification = verify_op<Op>(f, p, c, false);
-  throw_if_failed(m.verification, p, Path::mma_sync);
+    const long long iters = verification_iterations(c_, 1);
+    const long long count = iters * kUnroll;  // MMAs into each accumulator
+    const long long n_out = plan_.warps() * kAcc * Op::kC * 32;
+    DeviceBuffer d_frags(frags.size() * 4), d_out(n_out * sizeof(Acc));
+    StatusWord status;
+    CUDA_CHECK(cudaMemcpy(d_frags.get(), frags.data(), frags.size() * 4, cudaMemcpyHostToDevice));
+    const std::vector<Acc> out = run_for_verification<Acc>(d_out, n_out, [&](cudaStream_t s) {
+      launch_mma<Op>(plan_, s, d_frags.get<uint32_t>(), iters, d_out.get<Acc>(), status.get());
+    });
+    status.check(missing());
 
-  const Plan plan = make_plan<Op>(f, c);
-  Operands o = random_operands(f, p, Op::M, Op::N, Op::K, 0xBEEFull + static_cast<int>(p));
-  std::vector<uint32_t> frags = pack<Op>(o, p);
-  const long long n_out = plan.warps() * kAcc * Op::kC * 32;
-  DeviceBuffer d_frags(frags.size() * 4), d_out(n_out * sizeof(typename Op::Acc)), d_status(sizeof(int));
-  CUDA_CHECK(cudaMemcpy(d_frags.get(), frags.data(), frags.size() * 4, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemset(d_status.get(), 0, sizeof(int)));
-  Stream stream;
-  auto run = [&](cudaStream_t s, long long iters) {
-    launch<Op>(plan, s, d_frags.get<uint32_t>(), iters, d_out.get<typename Op::Acc>(), d_status.get<int>());
-  };
-  m.iterations = c.iterations > 0 ? c.iterations : size_iterations(stream.get(), 16, c.target_ms, run);
-  DeviceBuffer d_probe(2 * sizeof(unsigned long long));
-  CUDA_CHECK(cudaMemset(d_probe.get(), 0, 2 * sizeof(unsigned long long)));
-  m.timing = time_launches(stream.get(), warmup, reps, [&](cudaStream_t s) {
-    launch<Op>(plan, s, d_frags.get<uint32_t>(), m.iterations, d_out.get<typename Op::Acc>(), d_status.get<int>(),
-               d_probe.get<unsigned long long>());
-  });
-  check_status(d_status, Op::kName);
-  unsigned long long probe[2] = {0, 0};
-  CUDA_CHECK(cudaMemcpy(probe, d_probe.get(), sizeof probe, cudaMemcpyDeviceToHost));
-  m.kernel_clock_mhz = probe_mhz(probe);
+    Checker check(tolerance(p_));
+    for (long long w = 0; w < plan_.warps(); ++w)
+      for (int j = 0; j < kAcc; ++j)
+        for (int r = 0; r < Op::kC; ++r)
+          for (int lane = 0; lane < 32; ++lane) {
+            const long long idx = ((w * kAcc + j) * Op::kC + r) * 32 + lane;
+            const Coord rc = c_coord<Op>(lane, r);
+            const int x = j & 1, y = (j >> 1) & 1, e = rc.r * Op::N + rc.c;
+            check.check(static_cast<double>(out[idx]), j + count * ref[x][y][e], count * bound[x][y][e], idx);
+          }
+    return check.done(iters);
+  }
 
-  cudaFuncAttributes attr{};
-  CUDA_CHECK(cudaFuncGetAttributes(&attr, mma_kernel<Op>));
-  m.grid = plan.grid;
-  m.block = plan.block;
-  m.regs_per_thread = attr.numRegs;
-  m.flop_per_launch = 2.0 * Op::M * Op::N * Op::K * static_cast<double>(plan.warps()) *
-                      static_cast<double>(m.iterations) * kUnroll * kAcc;
-  m.config = {{"threads_per_block", plan.block}, {"blocks_per_sm", plan.blocks_per_sm},
-              {"accumulators_per_warp", kAcc},  {"unroll", kUnroll},
-              {"iterations", m.iterations},     {"mma_m", Op::M},
-              {"mma_n", Op::N},                 {"mma_k", Op::K}};
-  finish(m);
-  return m;
-}
+  void prepare() {
+    Operands o = random_operands(f_, p_, Op::M, Op::N, Op::K, 0xBEEFull + static_cast<int>(p_));
+    std::vector<uint32_t> frags = pack<Op>(o, p_);
+    const long long n_out = plan_.warps() * kAcc * Op::kC * 32;
+    d_frags_ = DeviceBuffer(frags.size() * 4);
+    d_out_ = DeviceBuffer(n_out * sizeof(Acc));
+    CUDA_CHECK(cudaMemcpy(d_frags_.get(), frags.data(), frags.size() * 4, cudaMemcpyHostToDevice));
+    status_.reset();
+  }
+  void launch(cudaStream_t s, long long iterations, unsigned long long* probe) {
+    launch_mma<Op>(plan_, s, d_frags_.get<uint32_t>(), iterations, d_out_.get<Acc>(), status_.get(), probe);
+  }
+  void check_status() const { status_.check(missing()); }
+
+ private:
+  static std::string missing() {
+    return std::string("this build has no code for ") + Op::kName +
+           " on this GPU's architecture (rebuild with its architecture in ROOFLINE_CUDA_ARCHS)";
+  }
+  DeviceFacts f_;
+  Precision p_;
+  KernelConfig c_;
+  Plan plan_;
+  DeviceBuffer d_frags_, d_out_;
+  StatusWord status_;
+};
 
 // Which instruction a (precision, GPU) pair uses, as a visitor so each caller gets the Op type.
 template <class Visit>
@@ -425,11 +413,11 @@ Support support(const DeviceFacts& f, Precision p) {
 }
 
 Verification verify(const DeviceFacts& f, Precision p, const KernelConfig& c, bool corrupt) {
-  return dispatch(f, p, [&](auto op) { return verify_op<decltype(op)>(f, p, c, corrupt); });
+  return dispatch(f, p, [&](auto op) { return verify_bench<Bench<decltype(op)>>(f, p, c, corrupt); });
 }
 
 Measurement measure(const DeviceFacts& f, Precision p, const KernelConfig& c, int warmup, int reps) {
-  return dispatch(f, p, [&](auto op) { return measure_op<decltype(op)>(f, p, c, warmup, reps); });
+  return dispatch(f, p, [&](auto op) { return measure_bench<Bench<decltype(op)>>(f, p, c, warmup, reps); });
 }
 
 }  // namespace mma

@@ -32,9 +32,12 @@
 // layout; a wrong descriptor, layout or fragment, or a dead loop, fails.
 #include <cuda_runtime.h>
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "compute.hpp"
+#include "compute_skeleton.hpp"
 #include "device.hpp"
 
 namespace roofline {
@@ -434,8 +437,9 @@ Plan make_plan(const DeviceFacts& f, const KernelConfig& c) {
   return p;
 }
 
+// Device copies of one set of tiles: the shared-memory image, the A fragments (RS) and the output.
 struct Buffers {
-  DeviceBuffer img, frags, out, status, probe;
+  DeviceBuffer img, frags, out;
   long long n_out = 0;
 };
 
@@ -452,15 +456,12 @@ Buffers upload(const Plan& p, const Tiles& t) {
   }
   b.n_out = static_cast<long long>(p.grid) * p.warpgroups * Op::kRegs * 128;
   b.out = DeviceBuffer(b.n_out * sizeof(typename Op::Acc));
-  b.status = DeviceBuffer(sizeof(int));
-  CUDA_CHECK(cudaMemset(b.status.get(), 0, sizeof(int)));
-  b.probe = DeviceBuffer(2 * sizeof(unsigned long long));
-  CUDA_CHECK(cudaMemset(b.probe.get(), 0, 2 * sizeof(unsigned long long)));
   return b;
 }
 
 template <class Op>
-void launch(const Plan& p, cudaStream_t s, const Buffers& b, long long iters, bool probe) {
+void launch_wgmma(const Plan& p, cudaStream_t s, const Buffers& b, long long iters, int* status,
+                  unsigned long long* probe) {
   Args a{};
   a.image = b.img.get<uint4>();
   a.b_bytes = p.b_bytes;
@@ -470,18 +471,10 @@ void launch(const Plan& p, cudaStream_t s, const Buffers& b, long long iters, bo
   a.step_bytes = p.layout.step_bytes();
   a.iterations = iters;
   a.out = b.out.get();
-  a.probe = probe ? b.probe.get<unsigned long long>() : nullptr;
-  a.status = b.status.get<int>();
+  a.probe = probe;
+  a.status = status;
   kernel_for<Op>(p.layout)<<<p.grid, p.block, p.smem, s>>>(a);
   CUDA_CHECK_LAUNCH();
-}
-
-void check_status(const Buffers& b, const char* instr) {
-  int st = 0;
-  CUDA_CHECK(cudaMemcpy(&st, b.status.get(), sizeof st, cudaMemcpyDeviceToHost));
-  if (st == kStatusNotCompiled)
-    throw CoreError(std::string("this build has no sm_90a code for ") + instr +
-                    " (build with 90a in ROOFLINE_CUDA_ARCHS; plain 90 lacks wgmma)");
 }
 
 double tolerance(Precision p) {
@@ -492,102 +485,102 @@ double tolerance(Precision p) {
   }
 }
 
+// One (precision, wgmma instruction, layout) benchmark for the measurement skeleton
+// (compute_skeleton.hpp).
 template <class Op>
-Verification verify_op(const DeviceFacts& f, Precision p, const KernelConfig& c, bool corrupt) {
-  DeviceScope scope(f.device);
-  const Plan plan = make_plan<Op>(f, c);
-  Tiles t = random_tiles<Op>(p, plan.warpgroups, 0xD15EA5Eull + static_cast<int>(p));
-  // Exact reference per warpgroup: D_w = A_w * B^T (B is stored N x K), and each element's bound.
-  const int K = t.k_elems;
-  std::vector<std::vector<double>> ref(plan.warpgroups), bound(plan.warpgroups);
-  for (int w = 0; w < plan.warpgroups; ++w) {
-    ref[w].assign(64 * Op::N, 0.0);
-    bound[w].assign(64 * Op::N, 0.0);
-    for (int m = 0; m < 64; ++m)
-      for (int n = 0; n < Op::N; ++n) {
-        double s = 0, b = 0;
-        for (int k = 0; k < K; ++k) {
-          double prod = t.a[w][m * K + k].value * t.b[n * K + k].value;
-          s += prod;
-          b += std::fabs(prod);
-        }
-        ref[w][m * Op::N + n] = s;
-        bound[w][m * Op::N + n] = b;
-      }
+class Bench {
+ public:
+  using Acc = typename Op::Acc;
+  static constexpr Path kPath = Path::wgmma;
+  Bench(const DeviceFacts& f, Precision p, const KernelConfig& c) : p_(p), c_(c), plan_(make_plan<Op>(f, c)) {}
+
+  std::string instruction() const {
+    return std::string(Op::kName) + (plan_.layout.reg_a ? " (A in registers)" : " (A, B in shared memory)");
   }
-  if (corrupt) {  // after the reference: one element of warpgroup 0's A changes
-    Element& e = t.a[0][0];
-    e.bits ^= p == Precision::int8 ? 0x40u : (1u << (8 * t.elem_bytes - 1));
+  const void* kernel() const { return reinterpret_cast<const void*>(kernel_for<Op>(plan_.layout)); }
+  LaunchShape shape() const { return {plan_.grid, plan_.block, plan_.smem}; }
+  double flop_per_iteration() const {
+    return 2.0 * 64 * Op::N * Op::K * kMmasPerGroup * static_cast<double>(plan_.grid) * plan_.warpgroups;
   }
-  Buffers buf = upload<Op>(plan, t);
-  CUDA_CHECK(cudaMemset(buf.out.get(), 0xFF, buf.n_out * sizeof(typename Op::Acc)));
-  const long long iters = c.iterations > 0 && c.iterations < 4 ? c.iterations : 1;
-  const long long passes = iters * (kMmasPerGroup / kSteps);  // full-K products per accumulator
-  Stream stream;
-  launch<Op>(plan, stream.get(), buf, iters, false);
-  stream.synchronize();
-  check_status(buf, Op::kName);
-  std::vector<typename Op::Acc> out(static_cast<std::size_t>(buf.n_out));
-  CUDA_CHECK(cudaMemcpy(out.data(), buf.out.get(), buf.n_out * sizeof(typename Op::Acc), cudaMemcpyDeviceToHost));
+  std::map<std::string, long long> config(long long iterations) const {
+    return {{"warpgroups", plan_.warpgroups},       {"ctas_per_sm", 1},
+            {"mma_m", 64},                           {"mma_n", Op::N},
+            {"mma_k", Op::K},                        {"mmas_per_commit", kMmasPerGroup},
+            {"groups_in_flight", 2},                 {"k_slices", kSteps},
+            {"iterations", iterations},              {"swizzle", plan_.layout.swizzle},
+            {"a_from_registers", plan_.layout.reg_a ? 1 : 0}};
+  }
 
-  // Accumulator layout (PTX ISA, wgmma D fragments): thread t of the warpgroup, register i:
-  // row = 16 * (t / 32) + (t % 32) / 4 + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * (t % 4) + i % 2.
-  Checker check(tolerance(p));
-  for (int cta = 0; cta < plan.grid; ++cta)
-    for (int w = 0; w < plan.warpgroups; ++w)
-      for (int i = 0; i < Op::kRegs; ++i)
-        for (int th = 0; th < 128; ++th) {
-          const long long idx = ((static_cast<long long>(cta) * plan.warpgroups + w) * Op::kRegs + i) * 128 + th;
-          const int row = 16 * (th / 32) + (th % 32) / 4 + 8 * ((i / 2) % 2);
-          const int col = 8 * (i / 4) + 2 * (th % 4) + i % 2;
-          const int e = row * Op::N + col;
-          check.check(static_cast<double>(out[idx]), passes * ref[w][e], passes * bound[w][e], idx);
+  Verification verify(bool corrupt) const {
+    Tiles t = random_tiles<Op>(p_, plan_.warpgroups, 0xD15EA5Eull + static_cast<int>(p_));
+    // Exact reference per warpgroup: D_w = A_w * B^T (B is stored N x K), and each element's bound.
+    const int K = t.k_elems;
+    std::vector<std::vector<double>> ref(plan_.warpgroups), bound(plan_.warpgroups);
+    for (int w = 0; w < plan_.warpgroups; ++w) {
+      ref[w].assign(64 * Op::N, 0.0);
+      bound[w].assign(64 * Op::N, 0.0);
+      for (int m = 0; m < 64; ++m)
+        for (int n = 0; n < Op::N; ++n) {
+          double s = 0, b = 0;
+          for (int k = 0; k < K; ++k) {
+            double prod = t.a[w][m * K + k].value * t.b[n * K + k].value;
+            s += prod;
+            b += std::fabs(prod);
+          }
+          ref[w][m * Op::N + n] = s;
+          bound[w][m * Op::N + n] = b;
         }
-  return check.done(iters);
-}
+    }
+    if (corrupt) {  // after the reference: one element of warpgroup 0's A changes
+      Element& e = t.a[0][0];
+      e.bits ^= p_ == Precision::int8 ? 0x40u : (1u << (8 * t.elem_bytes - 1));
+    }
+    Buffers buf = upload<Op>(plan_, t);
+    StatusWord status;
+    const long long iters = verification_iterations(c_, 1);
+    const long long passes = iters * (kMmasPerGroup / kSteps);  // full-K products per accumulator
+    const std::vector<Acc> out = run_for_verification<Acc>(buf.out, buf.n_out, [&](cudaStream_t s) {
+      launch_wgmma<Op>(plan_, s, buf, iters, status.get(), nullptr);
+    });
+    status.check(missing());
 
-template <class Op>
-Measurement measure_op(const DeviceFacts& f, Precision p, const KernelConfig& c, int warmup, int reps) {
-  DeviceScope scope(f.device);
-  Measurement m;
-  m.precision = p;
-  m.path = Path::wgmma;
-  m.facts = f;
-  const Plan plan = make_plan<Op>(f, c);
-  m.instruction = std::string(Op::kName) + (plan.layout.reg_a ? " (A in registers)" : " (A, B in shared memory)");
-  m.verification = verify_op<Op>(f, p, c, false);
-  throw_if_failed(m.verification, p, Path::wgmma);
+    // Accumulator layout (PTX ISA, wgmma D fragments): thread t of the warpgroup, register i:
+    // row = 16 * (t / 32) + (t % 32) / 4 + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * (t % 4) + i % 2.
+    Checker check(tolerance(p_));
+    for (int cta = 0; cta < plan_.grid; ++cta)
+      for (int w = 0; w < plan_.warpgroups; ++w)
+        for (int i = 0; i < Op::kRegs; ++i)
+          for (int th = 0; th < 128; ++th) {
+            const long long idx = ((static_cast<long long>(cta) * plan_.warpgroups + w) * Op::kRegs + i) * 128 + th;
+            const int row = 16 * (th / 32) + (th % 32) / 4 + 8 * ((i / 2) % 2);
+            const int col = 8 * (i / 4) + 2 * (th % 4) + i % 2;
+            const int e = row * Op::N + col;
+            check.check(static_cast<double>(out[idx]), passes * ref[w][e], passes * bound[w][e], idx);
+          }
+    return check.done(iters);
+  }
 
-  Tiles t = random_tiles<Op>(p, plan.warpgroups, 0xFACADEull + static_cast<int>(p));
-  Buffers buf = upload<Op>(plan, t);
-  Stream stream;
-  auto run = [&](cudaStream_t s, long long iters) { launch<Op>(plan, s, buf, iters, false); };
-  m.iterations = c.iterations > 0 ? c.iterations : size_iterations(stream.get(), 16, c.target_ms, run);
-  m.timing = time_launches(stream.get(), warmup, reps, [&](cudaStream_t s) { launch<Op>(plan, s, buf, m.iterations, true); });
-  check_status(buf, Op::kName);
-  unsigned long long probe[2] = {0, 0};
-  CUDA_CHECK(cudaMemcpy(probe, buf.probe.get(), sizeof probe, cudaMemcpyDeviceToHost));
-  // Warm-up launches are probed too (time_launches runs the same launch); they ran at the same
-  // clocks, so the average still describes the timed ones.
-  m.kernel_clock_mhz = probe_mhz(probe);
+  void prepare() {
+    Tiles t = random_tiles<Op>(p_, plan_.warpgroups, 0xFACADEull + static_cast<int>(p_));
+    buf_ = upload<Op>(plan_, t);
+    status_.reset();
+  }
+  void launch(cudaStream_t s, long long iterations, unsigned long long* probe) {
+    launch_wgmma<Op>(plan_, s, buf_, iterations, status_.get(), probe);
+  }
+  void check_status() const { status_.check(missing()); }
 
-  cudaFuncAttributes attr{};
-  CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel_for<Op>(plan.layout)));
-  m.grid = plan.grid;
-  m.block = plan.block;
-  m.smem_bytes = plan.smem;
-  m.regs_per_thread = attr.numRegs;
-  m.flop_per_launch = 2.0 * 64 * Op::N * Op::K * kMmasPerGroup * static_cast<double>(m.iterations) *
-                      static_cast<double>(plan.grid) * plan.warpgroups;
-  m.config = {{"warpgroups", plan.warpgroups},       {"ctas_per_sm", 1},
-              {"mma_m", 64},                          {"mma_n", Op::N},
-              {"mma_k", Op::K},                       {"mmas_per_commit", kMmasPerGroup},
-              {"groups_in_flight", 2},                {"k_slices", kSteps},
-              {"iterations", m.iterations},           {"swizzle", plan.layout.swizzle},
-              {"a_from_registers", plan.layout.reg_a ? 1 : 0}};
-  finish(m);
-  return m;
-}
+ private:
+  static std::string missing() {
+    return std::string("this build has no sm_90a code for ") + Op::kName +
+           " (build with 90a in ROOFLINE_CUDA_ARCHS; plain 90 lacks wgmma)";
+  }
+  Precision p_;
+  KernelConfig c_;
+  Plan plan_;
+  Buffers buf_;
+  StatusWord status_;
+};
 
 template <class Visit>
 auto dispatch(Precision p, Visit&& visit) {
@@ -615,11 +608,11 @@ Support support(const DeviceFacts& f, Precision p) {
 }
 
 Verification verify(const DeviceFacts& f, Precision p, const KernelConfig& c, bool corrupt) {
-  return dispatch(p, [&](auto op) { return verify_op<decltype(op)>(f, p, c, corrupt); });
+  return dispatch(p, [&](auto op) { return verify_bench<Bench<decltype(op)>>(f, p, c, corrupt); });
 }
 
 Measurement measure(const DeviceFacts& f, Precision p, const KernelConfig& c, int warmup, int reps) {
-  return dispatch(p, [&](auto op) { return measure_op<decltype(op)>(f, p, c, warmup, reps); });
+  return dispatch(p, [&](auto op) { return measure_bench<Bench<decltype(op)>>(f, p, c, warmup, reps); });
 }
 
 }  // namespace wgmma

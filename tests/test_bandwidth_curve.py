@@ -61,6 +61,17 @@ def test_calibration_l2_entry_carries_the_plateaus():
     assert e["curve_mib_tbps"]["100"] == 4.6
 
 
+L2_VARIANTS = ("cg", "cg_spread", "cg_pipe")
+
+
+def test_default_l2_configs_never_cache_in_l1_and_fit_every_working_set():
+    # Every L2 variant loads with ld.global.cg (L2 only); nc_na, a hint, must not come back.
+    assert {c["load"] for c in bw.DEFAULT_L2_CONFIGS} <= set(L2_VARIANTS)
+    assert any(c["blocks_per_sm"] > 0 for c in bw.DEFAULT_L2_CONFIGS)  # a persistent grid is tried
+    for ws in bw.l2_working_sets(L2):
+        assert all(ws % bw._chunk_bytes(c) == 0 for c in bw.DEFAULT_L2_CONFIGS), ws
+
+
 # --------------------------------------------------------------------------------------------------
 # GPU
 # --------------------------------------------------------------------------------------------------
@@ -115,3 +126,35 @@ def test_repetitions_are_placed_on_the_telemetry_timeline():
     assert r.throttle is not None and r.throttle["reps"] == 30
     if r.telemetry:  # NVML sampled: every repetition has a sample next to it
         assert r.throttle["placed"] == 30
+
+
+@pytest.mark.gpu
+def test_the_l2_variants_the_build_offers_all_skip_l1():
+    caps = _core().bandwidth_capabilities()
+    assert tuple(caps["loads"]["l2_read"]) == L2_VARIANTS
+    assert caps["l2_default_config"]["load"] == "cg"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("order", L2_VARIANTS)
+def test_every_l2_variant_verifies_on_both_grids_and_fails_when_short(order):
+    core = _core()
+    ws = 3 * MiB  # 3 MiB: a chunk count sharing factors with the grid, where the orders differ most
+    cfgs = [bw._cfg(256, 4, 0, order), bw._cfg(512, 8, 64, order), bw._cfg(256, 16, 64, order)]
+    rows = core.bandwidth_l2_read(0, ws, 256 * MiB, reps=3, warmup=1, configs=cfgs)
+    assert len(rows) == len(cfgs)
+    for r in rows:
+        assert r["skipped"] is None and r["verification"]["passed"], r
+        assert r["verification"]["expected"] == r["verification"]["observed"]
+        assert r["bytes_per_launch"] == r["passes"] * ws and r["passes"] > 1
+        assert r["config"]["load"] == order
+    for cfg in cfgs[:2]:
+        with pytest.raises(core.VerificationError, match="checksum"):
+            core.bandwidth_l2_read(0, ws, 256 * MiB, reps=2, warmup=1, configs=[cfg], fault="short")
+
+
+@pytest.mark.gpu
+def test_an_l2_load_that_may_hit_l1_is_refused():
+    core = _core()
+    with pytest.raises(ValueError, match="ld.global.cg"):
+        core.bandwidth_l2_read(0, 4 * MiB, 64 * MiB, reps=2, warmup=1, configs=[bw._cfg(256, 4, 0, "nc_na")])

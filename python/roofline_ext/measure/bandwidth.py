@@ -94,15 +94,18 @@ DEFAULT_CONFIGS: dict[str, list[dict[str, Any]]] = {
     ],
 }
 
-#: L2 sweep configurations: loads that skip L1 ("cg" caches in L2 only), otherwise repeated reads
-#: of a small working set would be served by L1 and overstate L2. Persistent grids: each block
-#: reads many chunks, so a launch is not a queue of tiny blocks.
-# The last three put more bytes in flight per SM (64 KiB with 1024 x 4, 2 blocks): an H200 read
-# 9.1 TB/s at 15 MiB with the first six, against a published 9.8 TB/s at 17-28 MB; not yet measured.
+#: L2 sweep configurations. Every L2 variant of the core loads with ld.global.cg, which never caches
+#: in L1 (the nc + L1::no_allocate load is only a hint, and L1 hits would overstate L2 at the small
+#: working sets); "load" picks the access order (bandwidth.hpp): "cg" grid-stride, "cg_spread" one
+#: contiguous stretch per block, "cg_pipe" grid-stride with the next chunk's loads in flight while
+#: the current one is folded. blocks_per_sm 64 is capped at occupancy: a persistent grid of a whole
+#: number of waves (a multiple of the SMs); 0 is one block per chunk.
+# An H200 (2026-12-01) read 9.1 TB/s from 11 to 33 MiB with the old cg/nc_na set, against a
+# published 9.8 TB/s at 17-28 MB; scripts/native-check sweeps these and wider variants side by side.
 DEFAULT_L2_CONFIGS: list[dict[str, Any]] = [
-    _cfg(1024, 2, 64, "cg"), _cfg(256, 4, 64, "cg"), _cfg(512, 4, 64, "cg"), _cfg(256, 8, 64, "cg"),
-    _cfg(256, 4, 0, "cg"), _cfg(1024, 2, 64, "nc_na"),
-    _cfg(1024, 4, 64, "cg"), _cfg(512, 8, 64, "cg"), _cfg(512, 4, 64, "nc_na"),
+    _cfg(256, 4, 0, "cg"), _cfg(1024, 2, 64, "cg"), _cfg(512, 4, 64, "cg"), _cfg(256, 8, 64, "cg"),
+    _cfg(1024, 4, 64, "cg_spread"), _cfg(512, 8, 64, "cg_spread"), _cfg(256, 16, 64, "cg_spread"),
+    _cfg(1024, 2, 64, "cg_pipe"), _cfg(512, 4, 64, "cg_pipe"), _cfg(256, 8, 64, "cg_pipe"),
 ]
 
 #: The read:write byte ratios of the mix sweep, read-only first. Read-only and write-only are the
