@@ -124,7 +124,7 @@ def _torch_flags() -> dict[str, Any]:
         "torch function modes": lambda: torch._C._len_torch_function_stack(),
         "torch dispatch modes": lambda: torch._C._len_torch_dispatch_stack(),
         # An operator a task registers (torch.library) would clash with the next task's of that name.
-        "registered operators": lambda: len(torch._C._dispatch_get_all_op_names()),
+        "registered operators": lambda: _OpNames(torch._C._dispatch_get_all_op_names()),
     }
     flags = {}
     for name, get in getters.items():
@@ -133,6 +133,13 @@ def _torch_flags() -> dict[str, Any]:
         except Exception:  # a getter this torch does not have: nothing to compare
             continue
     return flags
+
+
+class _OpNames(frozenset):
+    """The registered operator names; compared as a set, shown as the names a job added."""
+
+    def __repr__(self) -> str:
+        return f"{len(self)} operators"
 
 
 def snapshot() -> Snapshot:
@@ -186,4 +193,7 @@ def changes(before: Snapshot) -> list[str]:
         reasons.append(f"{len(left)} non-daemon thread(s) still running: {', '.join(names[:3])}")
     reasons += _dict_changes(before.callables, now.callables, "patched", same=lambda a, b: a is b)
     reasons += _dict_changes(before.torch_flags, now.torch_flags, "torch flags changed")
+    added = sorted(set(now.torch_flags.get("registered operators", ())) - set(before.torch_flags.get("registered operators", ())))
+    if added:  # which ones: a task's own library, or torch registering something late
+        reasons.append(f"operators registered: {', '.join(added[:4])}" + (f" (+{len(added) - 4} more)" if len(added) > 4 else ""))
     return reasons

@@ -99,6 +99,10 @@ def serve_persistent(sock: socket.socket, backend_name: str, device: Any, prepar
     _send(sock, setup)
     if not setup["ok"]:
         return
+    # Reset once before the snapshot too: the first torch._dynamo.reset() in a process can do
+    # one-time work of its own (seen on the H200: operators registered after the first job of a
+    # run without --compile), which must not read as a change the job made.
+    _forget_compiled()
     before = state.snapshot()
     while True:
         frame = channel.recv_frame(sock)
