@@ -76,6 +76,10 @@ class BatchOptions:
     isolation: str = "pool"
     debug: bool = False
     backend: str | None = None  # the timing workers' setup/cleanup module; None: TIMING_BACKEND
+    # --ops: every op's own floor and the unfused bound; with timing also each kernel of the reference
+    # (one extra profiled run, runner.kernel_profile), held to its op's floor with this L2 figure.
+    ops: bool = False
+    l2_tbps: float | None = None
 
 
 class TaskFailed(RooflineError):
@@ -137,7 +141,8 @@ class _Batch:
     # --- counting --------------------------------------------------------------------------------
 
     def _count_all(self) -> None:
-        jobs = [Job(i, COUNT, {"path": str(p), "dtype": self.opts.dtype}, self.opts.count_timeout_s,
+        jobs = [Job(i, COUNT, {"path": str(p), "dtype": self.opts.dtype, "ops": self.opts.ops},
+                    self.opts.count_timeout_s,
                     label=f"count {p.stem}") for i, p in enumerate(self.paths)]
         for out in self.pool.run(jobs, self._started):
             if not self._finished(out):
@@ -161,7 +166,8 @@ class _Batch:
         o = self.opts
         try:
             result = analyze_task(self.paths[i], self.gpu, o.dtype, regime=o.regime, strict_fp32=o.strict_fp32,
-                                  t_ref_ms=t_ref, t_new_ms=t_new, measured=o.measured, counts=counts)
+                                  t_ref_ms=t_ref, t_new_ms=t_new, measured=o.measured, counts=counts,
+                                  per_op=o.ops)
         except RooflineError as exc:  # counted, but no floor to give (a forward that returns nothing)
             result = error_result(self.paths[i], exc)
         if wall_s is not None:
@@ -212,6 +218,8 @@ class _Batch:
 
     def _reference_job(self, i: int, device: int) -> Job:
         kwargs = {**self._common(i, device), "compile": self._timing().compile}
+        if self.opts.ops:
+            kwargs["profile"] = True
         return Job((i, "ref"), TIME_REFERENCE_FN, kwargs, self._timing().timeout_s, device=device,
                    label=f"time {self.paths[i].stem}", error_kind="error")
 
@@ -237,7 +245,8 @@ class _Batch:
             return _error(self.paths[i], ref.kind, f"{self.paths[i]}: timing failed: {ref.error}",
                           sum(walls.values()), ref.replaced)
         cands = [self._candidate(spec, out) for spec, out in zip(w["specs"], w["cands"])]
-        result = merge_timing(functools.partial(self._analyze, i, counts), ref.value, cands)
+        result = merge_timing(functools.partial(self._analyze, i, counts), ref.value, cands,
+                              l2_tbps=self.opts.l2_tbps)
         result["wall_s"], result["wall_parts_s"] = sum(walls.values()), walls
         if ref.replaced:
             result["worker_replaced"] = ref.replaced
@@ -322,7 +331,10 @@ def _error(path: Path, kind: str | None, error: str | None, wall_s: float | None
 # --- the first versions' path, for comparison -----------------------------------------------------
 
 def _process_path(paths: list[Path], gpu: GpuChoice, opts: BatchOptions, writer, progress: bool) -> list[dict[str, Any]]:
-    analyze = None
+    analyze = functools.partial(analyze_task, per_op=True) if opts.ops else None
+    if opts.ops and opts.timing is not None:
+        raise RooflineError("--ops with --time profiles the reference in the pool's timing worker: "
+                            "leave out --isolation process")
     if opts.timing is not None:
         t = opts.timing
         new = _single_candidate_file(paths, opts)
