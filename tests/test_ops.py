@@ -223,3 +223,74 @@ def test_kernelbench_invariants(kb_counts):
             if b.unfused_bound_ms < b.fused_floor_ms * (1 - 1e-9):
                 below[name] = (roof, b.unfused_bound_ms, b.fused_floor_ms)
     assert below == {}
+
+
+# --- the kernel profile's mapping, with fake profiler events --------------------------------------
+
+class _Ev:
+    def __init__(self, name, parent=None, kernels=()):
+        from torch.autograd.profiler_util import Kernel
+
+        self.name, self.cpu_parent = name, parent
+        self.kernels = [Kernel(n, 0, us) for n, us in kernels]
+
+
+def test_kernels_by_op_walks_up_to_the_op_range():
+    from roofline_ext.runner.kernel_profile import kernels_by_op
+
+    fwd = _Ev("roofline_ext.forward")
+    op0 = _Ev("roofline_ext.op#0", fwd)
+    op1 = _Ev("roofline_ext.op#1", fwd)
+    events = [
+        fwd, op0, op1,
+        _Ev("cudaLaunchKernel", _Ev("aten::addmm", op0), [("gemm", 10.0)]),
+        _Ev("cudaLaunchKernel", _Ev("aten::relu", op1), [("relu_k", 2.0), ("relu_k2", 1.0)]),
+        _Ev("cudaLaunchKernel", fwd, [("stray", 0.5)]),
+        _Ev("cudaLaunchKernel", None, [("flush", 99.0)]),  # outside the forward: not counted
+    ]
+    by_op, outside, n = kernels_by_op(events)
+    assert by_op == {0: [("gemm", 10.0)], 1: [("relu_k", 2.0), ("relu_k2", 1.0)]}
+    assert outside == 0.5 and n == 4
+
+
+def test_numbering_matches_the_counted_rows(tmp_path):
+    # The profiled run numbers ops as the counting pass does: on real CPU tensors, the same names.
+    import torch
+
+    from roofline_ext.runner.kernel_profile import _make_mode, align
+    from roofline_ext.tasks.loading import load_task
+    from roofline_ext.tasks.opcounts import ModuleTracker
+
+    p = _task(tmp_path, "lin", LINEAR_RELU)
+    c = count_task(p, ops=True)
+    task = load_task(p)
+    model = task.build(task.init_inputs()).eval()
+    record: list = []
+    tracker = ModuleTracker(model)
+    inputs = task.inputs()
+    with torch.no_grad(), tracker, _make_mode(record, tracker):
+        model(*inputs)
+    task.unload()
+    assert [(r["op"], r["module"]) for r in record] == [(o.op, o.module) for o in c.ops]
+    assert align([(o.op, o.module) for o in c.ops], [("relu_", "")]) == {0: 1}
+
+
+def test_attach_profile_reports_sums_and_breaches(tmp_path):
+    from roofline_ext.runner.kernel_profile import attach_profile
+
+    p = _task(tmp_path, "lin", LINEAR_RELU)
+    result = analyze_task(p, "H200", per_op=True, t_ref_ms=0.02, measured=None)
+    prof = {"ops": [{"index": i, "op": o["op"], "module": o["module"], "kernels": []} for i, o in
+                    enumerate(result["ops"])], "kernel_sum_ms": 0.019, "outside_ms": 0.0, "kernels": 2,
+            "l2_bytes": 50 << 20}
+    addmm = next(o for o in prof["ops"] if o["op"] == "addmm")
+    relu = next(o for o in prof["ops"] if o["op"] == "relu")
+    addmm["kernels"] = [["gemm", 0.018]]
+    relu["kernels"] = [["relu", 1e-9]]  # impossibly fast: a breach on every roof
+    attach_profile(result, prof, l2_tbps=10.0)
+    s = result["kernel_profile"]
+    assert s["kernel_sum_over_event"] == pytest.approx(0.95)
+    assert s["matched_ops"] == len(prof["ops"])
+    assert [b["op"] for b in s["breaches"]["all_roofs"]] == ["relu"]
+    text = ops_report({k: v for k, v in result.items() if not k.startswith("_")})
+    assert "gemm" in text and "lose the most" in text
