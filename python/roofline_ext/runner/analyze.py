@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from ..errors import RooflineError, UserError
-from ..model.floors import roofline
+from ..model.floors import roofline_result
+from ..model.ops import attach_ops
 from ..model.gpu import GpuChoice, resolve_gpu
 from ..peaks.cache import cached_peaks, find_cached
 from ..peaks.derived import derived_peaks_for_device
@@ -147,12 +148,12 @@ def _roof_dtype(counts) -> tuple[str, str | None]:
     return "torch.float32", "no floating-point tensors: the float32 roof is used"
 
 
-def _count_here(path: str | os.PathLike, dtype: str | None) -> Counts:
+def _count_here(path: str | os.PathLike, dtype: str | None, ops: bool = False) -> Counts:
     require_torch()  # before the task's own `import torch` fails with a less helpful message
     with _task_sandbox():
         task = load_task(path)
         try:
-            return count_task(task, dtype)
+            return count_task(task, dtype, ops=ops)
         finally:
             task.unload()
 
@@ -169,6 +170,7 @@ def analyze_task(
     measured: Mapping[str, float] | None | bool = True,
     include_ops: bool = True,
     counts: Counts | None = None,
+    per_op: bool = False,
 ) -> dict[str, Any]:
     """Count a task file and put it on the GPU's roofs. Returns a JSON-ready dict.
 
@@ -184,7 +186,9 @@ def analyze_task(
         raise UserError(f"unknown regime {regime!r}; choose one of: {', '.join(REGIMES)}")
     choice = gpu if isinstance(gpu, GpuChoice) else resolve_gpu(gpu)
     if counts is None:
-        counts = _count_here(path, dtype)
+        counts = _count_here(path, dtype, ops=per_op)
+    if per_op and counts.ops is None:
+        raise UserError(f"{path}: per-op results need counts made with ops=True")
     _require_output(counts)
 
     derived = None
@@ -199,11 +203,14 @@ def analyze_task(
         measured = None
 
     roof_dtype, dtype_note = _roof_dtype(counts)
-    r = roofline(
+    typed = roofline_result(
         counts.flops, counts.bytes, roof_dtype, choice.sheet if choice.sheet is not None else choice.name,
         t_ref_ms, t_new_ms, simt_flops=counts.simt_flops, strict_fp32=strict_fp32,
         derived=derived, measured=measured,
     )
+    if typed is not None and per_op:
+        typed = attach_ops(typed, counts.ops or ())
+    r = typed.to_dict() if typed is not None else None
     notes = list(counts.notes)
     if dtype_note:
         notes.append(dtype_note)
@@ -252,6 +259,13 @@ def analyze_task(
     }
     if include_ops:
         result["by_op"] = counts.by_op
+    if per_op:
+        result["ops"] = (r or {}).get("ops") or [dict(o.to_dict(), floors_ms={}, limiters={})
+                                                 for o in counts.ops or ()]
+        result["unfused"] = {"read_bytes": counts.unfused_read_bytes, "write_bytes": counts.unfused_write_bytes,
+                             "bytes": counts.unfused_bytes, **((r or {}).get("unfused") or {})}
+    # The typed result (RooflineResult, with ops), for callers that want it: not JSON output.
+    result["_result"] = typed
     # The roofline() dict itself, for describe(); not JSON output (it repeats the fields above).
     result["_roofline"] = r
     result["_no_roofline"] = no_roofline

@@ -81,6 +81,10 @@ class BatchOptions:
     isolation: str = "pool"
     debug: bool = False
     backend: str | None = None  # the timing workers' setup/cleanup module; None: TIMING_BACKEND
+    # --ops: every op's own floor and the unfused bound; with timing also each kernel of the reference
+    # (one extra profiled run, runner.kernel_profile), held to its op's floor with this L2 figure.
+    ops: bool = False
+    l2_tbps: float | None = None
 
 
 class TaskFailed(RooflineError):
@@ -143,7 +147,8 @@ class _Batch:
     # --- counting --------------------------------------------------------------------------------
 
     def _count_all(self) -> None:
-        jobs = [Job(i, COUNT, {"path": str(p), "dtype": self.opts.dtype}, self.opts.count_timeout_s,
+        jobs = [Job(i, COUNT, {"path": str(p), "dtype": self.opts.dtype, "ops": self.opts.ops},
+                    self.opts.count_timeout_s,
                     label=f"count {p.stem}") for i, p in enumerate(self.paths)]
         for out in self.pool.run(jobs, self._started):
             if not self._finished(out):
@@ -167,7 +172,8 @@ class _Batch:
         o = self.opts
         try:
             result = analyze_task(self.paths[i], self.gpu, o.dtype, regime=o.regime, strict_fp32=o.strict_fp32,
-                                  t_ref_ms=t_ref, t_new_ms=t_new, measured=o.measured, counts=counts)
+                                  t_ref_ms=t_ref, t_new_ms=t_new, measured=o.measured, counts=counts,
+                                  per_op=o.ops)
         except RooflineError as exc:  # counted, but no floor to give (a forward that returns nothing)
             result = error_result(self.paths[i], exc)
         if wall_s is not None:
@@ -225,6 +231,8 @@ class _Batch:
         # Eager only: the compile is a job of its own, so that a compile that fails, crashes or
         # runs past its limit costs the compiled time and never the reference's.
         kwargs = {**self._common(i, device), "compile": False}
+        if self.opts.ops:
+            kwargs["profile"] = True
         return Job((i, "ref"), TIME_REFERENCE_FN, kwargs, self._timing().timeout_s, device=device,
                    label=f"time {self.paths[i].stem}", error_kind="error")
 
@@ -260,7 +268,8 @@ class _Batch:
         reference = dict(ref.value)
         if comp is not None:
             reference.update(_compiled_part(comp))
-        result = merge_timing(functools.partial(self._analyze, i, counts), reference, cands)
+        result = merge_timing(functools.partial(self._analyze, i, counts), reference, cands,
+                              l2_tbps=self.opts.l2_tbps)
         result["wall_s"], result["wall_parts_s"] = sum(walls.values()), walls
         replaced = list(ref.replaced) + (list(comp.replaced) if comp is not None else [])
         if replaced:
@@ -357,7 +366,10 @@ def _error(path: Path, kind: str | None, error: str | None, wall_s: float | None
 # --- the first versions' path, for comparison -----------------------------------------------------
 
 def _process_path(paths: list[Path], gpu: GpuChoice, opts: BatchOptions, writer, progress: bool) -> list[dict[str, Any]]:
-    analyze = None
+    analyze = functools.partial(analyze_task, per_op=True) if opts.ops else None
+    if opts.ops and opts.timing is not None:
+        raise RooflineError("--ops with --time profiles the reference in the pool's timing worker: "
+                            "leave out --isolation process")
     if opts.timing is not None:
         t = opts.timing
         new = _single_candidate_file(paths, opts)

@@ -15,8 +15,9 @@ GPU_BACKEND = "roofline_ext.runner.gpu_backend"
 CPU_BACKEND = "roofline_ext.runner.cpu_backend"
 
 
-def count(path: str, dtype: str | None = None) -> dict[str, Any]:
-    """The task's :class:`~roofline_ext.tasks.counting.Counts` as a dict (``Counts(**d)`` rebuilds it)."""
+def count(path: str, dtype: str | None = None, ops: bool = False) -> dict[str, Any]:
+    """The task's :class:`~roofline_ext.tasks.counting.Counts` as a dict (``Counts(**d)`` rebuilds it);
+    ``ops``: with its per-op rows."""
     from ..tasks.counting import count_task, require_torch
     from ..tasks.loading import load_task
     from .analyze import _task_sandbox
@@ -25,7 +26,7 @@ def count(path: str, dtype: str | None = None) -> dict[str, Any]:
     with _task_sandbox():
         task = load_task(path)
         try:
-            counts = count_task(task, dtype)
+            counts = count_task(task, dtype, ops=ops)
         finally:
             task.unload()
     return dataclasses.asdict(counts)

@@ -223,8 +223,10 @@ def _header(path, dev, run_dtype, seed: int, made: str) -> dict[str, Any]:
 
 def time_reference(path: str | Path, *, dtype: str | None = None, trials: int = DEFAULT_TRIALS,
                    warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED, compile: bool = False,
-                   device: int = 0, inputs: str = "auto") -> dict[str, Any]:
+                   device: int = 0, inputs: str = "auto", profile: bool = False) -> dict[str, Any]:
     """Time the task's ``Model`` (and ``torch.compile(Model)`` with ``compile``) on ``device``.
+    ``profile`` (``--ops``): then one more run under the profiler, each kernel mapped to its op
+    (``kernel_profile``, :mod:`.kernel_profile`).
 
     Returns ``t_ref_ms``, ``reference`` (the timing statistics), the device, dtype, seed and where
     the inputs were made; with ``compile`` also ``t_compile_ms``, ``compiled`` and
@@ -244,6 +246,10 @@ def time_reference(path: str | Path, *, dtype: str | None = None, trials: int = 
             ref_out = task.call(model, "Model.forward", "forward", *args)
             result["reference"] = _time(lambda: model(*args), device, trials, warmup, flush)
             result["t_ref_ms"] = result["reference"]["median_ms"]
+            if profile:
+                from .kernel_profile import profile_reference
+
+                result["kernel_profile"] = profile_reference(lambda: model(*args), model, device, flush)
             if compile:
                 result.update(_time_compiled(task, model, args, ref_out, tol, device, trials, warmup, flush))
         return result

@@ -58,11 +58,13 @@ def score_candidate(rec: dict[str, Any], roofs: Mapping[str, Any] | None, t_ref:
 
 
 def merge_timing(analyze: Callable[[float | None, float | None], dict[str, Any]], reference: Mapping[str, Any],
-                 candidates: Sequence[dict[str, Any]]) -> dict[str, Any]:
+                 candidates: Sequence[dict[str, Any]], *, l2_tbps: float | None = None) -> dict[str, Any]:
     """The task's result with its times: ``analyze(t_ref_ms, t_new_ms)`` is :func:`analyze_task`
     bound to the task; ``reference`` is ``time_reference``'s dict; ``candidates`` are
     :func:`candidate_record`\\ s. With exactly one candidate the top-level ``t_new_ms``,
-    ``roofline_frac``, ``correct``, ``speedup`` and each roof's ``new_fraction``/``score`` are its own."""
+    ``roofline_frac``, ``correct``, ``speedup`` and each roof's ``new_fraction``/``score`` are its own.
+    A reference profiled kernel by kernel (``kernel_profile``, with ``--ops``) puts its kernels on
+    the result's ops, held to their floors with the L2 figure ``l2_tbps`` (:mod:`.kernel_profile`)."""
     single = candidates[0] if len(candidates) == 1 else None
     t_ref = reference["t_ref_ms"]
     result = analyze(t_ref, single["t_new_ms"] if single and single.get("correct") else None)
@@ -70,6 +72,11 @@ def merge_timing(analyze: Callable[[float | None, float | None], dict[str, Any]]
     for rec in candidates:
         score_candidate(rec, roofs, t_ref)
     result["timing"] = dict(reference)
+    if reference.get("kernel_profile") is not None:
+        from .kernel_profile import attach_profile
+
+        result["timing"].pop("kernel_profile")
+        attach_profile(result, reference["kernel_profile"], l2_tbps=l2_tbps)
     result["candidates"] = list(candidates)
     result["correct"] = single.get("correct") if single else None
     result["speedup"] = single.get("speedup") if single else None

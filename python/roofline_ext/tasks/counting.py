@@ -65,6 +65,7 @@ buffers) and the floating inputs, as KernelBench's harness does for its precisio
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections import defaultdict
@@ -77,7 +78,8 @@ from .formulas import causal_pairs as _causal_pairs  # noqa: F401  (the tests' n
 from .formulas import flop_formulas, flopcounter_formulas
 from .loading import Task, TaskError, _describe_exception, _where, load_task
 from .opcounter import make_op_counter
-from .traffic import Reads
+from .opcounts import UNWRITTEN_OUTPUT, ModuleTracker, OpCount, OpRecorder
+from .traffic import Reads, storage_bytes
 
 __all__ = ["Counts", "count_task", "parse_dtype", "require_torch", "DTYPE_CHOICES"]
 
@@ -108,6 +110,23 @@ class Counts:
     has_model_new: bool = False
     notes: list[str] = field(default_factory=list)
     flops_flopcounter: int = 0
+    # Per-op counting (count_task(..., ops=True)); None when it was not asked for. The unfused
+    # traffic is summed per op name while counting, apart from the rows (opcounts.py).
+    ops: list[OpCount] | None = None
+    unfused_read_bytes: int | None = None
+    unfused_write_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        # Counts cross a process boundary as dataclasses.asdict(): rebuild the rows.
+        if self.ops is not None:
+            self.ops = [o if isinstance(o, OpCount) else OpCount(**o) for o in self.ops]
+
+    @property
+    def unfused_bytes(self) -> int | None:
+        """The traffic of every op run as a kernel of its own: its inputs read, its outputs written."""
+        if self.unfused_read_bytes is None or self.unfused_write_bytes is None:
+            return None
+        return self.unfused_read_bytes + self.unfused_write_bytes
 
     @property
     def total_flops(self) -> int:
@@ -124,6 +143,7 @@ class Counts:
         d = asdict(self)
         d["arithmetic_intensity"] = self.arithmetic_intensity
         d["total_flops"] = self.total_flops
+        d["unfused_bytes"] = self.unfused_bytes
         return d
 
 
@@ -226,7 +246,7 @@ def _make_function_mode():
                 c2 = {k: b.get(k, 0) - a.get(k, 0) for k in keys}
                 c3 = {k: c.get(k, 0) - b.get(k, 0) for k in keys}
                 deltas.append({k: (steps - 2) * (c3[k] - c2[k]) - c3[k] for k in keys})
-            self.adjust(*deltas)
+            self.adjust(*deltas, steps=steps, label=getattr(func, "__name__", "rnn"))
             self.mark_read(x)
             output = out[0]
             shape = list(output.shape)
@@ -372,15 +392,22 @@ def _setup(task: Task, model: str, cast) -> tuple[Any, list, list[str]]:
 
 
 def _connect_rnn_shortcut(fmode, counter, ops) -> None:
+    marks: list[int] = []  # where each snapshot left the per-op rows
+
     def snapshot():
         fc = {_op_name(k): v for k, v in counter.get_flop_counts().get("Global", {}).items()}
-        return dict(ops.flops), dict(ops.simt), dict(ops.calls), fc
+        if ops.recorder is not None:
+            marks.append(ops.recorder.mark())
+        return (dict(ops.flops), dict(ops.simt), dict(ops.calls), fc, dict(ops.read_by_name),
+                dict(ops.write_by_name))
 
-    def adjust(d_flops, d_simt, d_calls, d_fc):
+    def adjust(d_flops, d_simt, d_calls, d_fc, d_read, d_write, *, steps: int, label: str):
         for target, delta in ((ops.flops, d_flops), (ops.simt, d_simt), (ops.calls, d_calls),
-                              (ops.fc_adjust, d_fc)):
+                              (ops.fc_adjust, d_fc), (ops.read_by_name, d_read), (ops.write_by_name, d_write)):
             for k, v in delta.items():
                 target[k] += v
+        if ops.recorder is not None:
+            ops.recorder.extrapolate(marks[-3], marks[-2], steps, label)
 
     fmode.snapshot, fmode.adjust, fmode.mark_read = snapshot, adjust, ops.mark_read
 
@@ -415,21 +442,24 @@ class _Run:
     notes: list[str]
 
 
-def count_task(task_or_path: Task | str | os.PathLike, dtype=None, *, model: str = "Model") -> Counts:
+def count_task(task_or_path: Task | str | os.PathLike, dtype=None, *, model: str = "Model",
+               ops: bool = False) -> Counts:
     """Count FLOPs, SIMT FLOPs and compulsory bytes of one forward pass of ``model`` (``"Model"``, the
     reference, or ``"ModelNew"``). ``task_or_path`` is a loaded :class:`Task` or a task file (which is
     then loaded, i.e. its code runs; see :mod:`roofline_ext.tasks.loading`). ``dtype`` (``fp32|fp16|bf16`` or
-    a ``torch.dtype``) casts the model and floating inputs first. Raises :class:`TaskError`.
+    a ``torch.dtype``) casts the model and floating inputs first. ``ops``: also count every op on
+    its own (``Counts.ops``, the unfused traffic; :mod:`roofline_ext.tasks.opcounts`), in the same
+    pass. Raises :class:`TaskError`.
     """
     torch = require_torch()
     task = task_or_path if isinstance(task_or_path, Task) else load_task(task_or_path)
     cast = dtype if (dtype is None or isinstance(dtype, torch.dtype)) else parse_dtype(dtype)
     t0 = time.perf_counter()
-    run = _run(task, model, cast)
+    run = _run(task, model, cast, ops)
     return _counts(task, model, cast, run, time.perf_counter() - t0)
 
 
-def _run(task: Task, model: str, cast) -> _Run:
+def _run(task: Task, model: str, cast, per_op: bool = False) -> _Run:
     """Build, make the inputs and run forward on fake tensors, counting; torch's state put back."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -461,18 +491,33 @@ def _run(task: Task, model: str, cast) -> _Run:
             counter = FlopCounterMode(display=False, custom_mapping=flopcounter_formulas())
             _connect_rnn_shortcut(fmode, counter, ops)
             ops.counting = ops.masks.counting = True
-            with counter, ops:
+            tracker = ModuleTracker(module) if per_op else None
+            if tracker is not None:
+                ops.recorder = OpRecorder(tracker)
+            with counter, ops, (tracker if tracker is not None else contextlib.nullcontext()):
                 out = _forward(task, module, inputs, model)
             fmode.snapshot = fmode.adjust = fmode.mark_read = None
             outputs = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
             written = Reads()
             for t in outputs:
                 written.add_tensor(key(t), "output", t)
+            if ops.recorder is not None:
+                _unwritten_outputs(ops, written)
     finally:
         torch.nn.Module._apply = apply_was  # type: ignore[method-assign]  # undoing the patch above
         torch.backends.mkldnn.enabled = mkldnn_was
         torch.set_grad_enabled(grad_was)
     return _Run(ops, counter, input_tensors, state, outputs, written, notes)
+
+
+def _unwritten_outputs(ops, written: Reads) -> None:
+    """Outputs whose storage no op wrote (forward returned an input, a parameter, or a view of one)
+    count as written in the compulsory traffic; one row carries them in the unfused traffic too."""
+    missing = sum(storage_bytes(reads, written.nbytes[k]) for k, reads in written.reads.items()
+                  if k not in ops.recorder.written)
+    if missing:
+        ops.recorder.unwritten_output(missing)
+        ops.write_by_name[UNWRITTEN_OUTPUT] += missing
 
 
 def _counts(task: Task, model: str, cast, run: _Run, seconds: float) -> Counts:
@@ -506,6 +551,9 @@ def _counts(task: Task, model: str, cast, run: _Run, seconds: float) -> Counts:
         has_model_new=task.has_model_new,
         notes=notes + list(run.ops.masks.notes),
         flops_flopcounter=int(flopcounter),
+        ops=run.ops.recorder.counts() if run.ops.recorder is not None else None,
+        unfused_read_bytes=None if run.ops.recorder is None else int(sum(run.ops.read_by_name.values())),
+        unfused_write_bytes=None if run.ops.recorder is None else int(sum(run.ops.write_by_name.values())),
     )
 
 

@@ -319,15 +319,19 @@ _UNKNOWN_CONST = Pattern("const", 0, UNKNOWN, UNKNOWN)
 
 class MaskTracker:
     """Patterns and score chains per storage, for one count. ``key`` maps a tensor to its storage's
-    identity; ``adjust(bucket, op, delta)`` takes back work already counted ("flops" or "simt")."""
+    identity; ``adjust(bucket, op, delta, index)`` takes back work already counted ("flops" or
+    "simt") from the op of that name (and per-op row ``index``, or None)."""
 
-    def __init__(self, key: Callable[[Any], int], adjust: Callable[[str, str, int], None]) -> None:
+    def __init__(self, key: Callable[[Any], int], adjust: Callable[..., None]) -> None:
         self.key = key
         self.adjust = adjust
+        # The op being counted (its per-op row, opcounts), so that work taken back later is taken
+        # from the op that was charged with it; None without per-op counting.
+        self.current: int | None = None
         self.counting = False  # True in the forward pass; setup (constructor, get_inputs) only follows values
         self.enabled = True
         self.patterns: dict[int, tuple[Pattern, _Layout | None]] = {}
-        self.chains: dict[int, tuple[_Layout, list[tuple[str, str, int]]]] = {}
+        self.chains: dict[int, tuple[_Layout, list[tuple[str, str, int, int | None]]]] = {}
         self.notes: dict[str, None] = {}  # an ordered set
         # tensors whose storages have records: kept alive, so that no other storage takes the address
         self._alive: list = []
@@ -468,7 +472,7 @@ class MaskTracker:
         self.chains.pop(k, None)  # whatever out's storage held, this op rewrote it
         base = _base_name(name)
         if name in MATMULS and bucket == "flops":
-            self._start_chain(k, out, [("flops", name, work)])
+            self._start_chain(k, out, [("flops", name, work, self.current)])
             return work
         if pattern is not None and pattern.partial and pattern.live:
             rows, cols = int(out.shape[-2]), int(out.shape[-1])
@@ -482,7 +486,7 @@ class MaskTracker:
             self.note("a mask applied to attention scores has values that cannot be known without running "
                       "the task: the full square of scores is counted")
         if entries is not None and base in _ELEMENTWISE:  # copies (clone, _to_copy) add no work
-            self._start_chain(k, out, entries + ([("simt", name, work)] if bucket == "simt" and work else []))
+            self._start_chain(k, out, entries + ([("simt", name, work, self.current)] if bucket == "simt" and work else []))
         return work
 
     def _start_chain(self, k: int, out, entries: list) -> None:
@@ -497,8 +501,8 @@ class MaskTracker:
         return n_in if p.inside is UNKNOWN else rows * cols - n_in
 
     def _take_back(self, entries: list, known: int, total: int, pattern: Pattern) -> None:
-        for bucket, op, amount in entries:
-            self.adjust(bucket, op, -(amount * known // total))
+        for bucket, op, amount, index in entries:
+            self.adjust(bucket, op, -(amount * known // total), index)
         shape = "lower" if (pattern.kind == "lower") == (pattern.inside is UNKNOWN) else "upper"
         self.note(f"a {shape}-triangular mask on attention scores keeps {total - known} of {total} per "
                   "matrix: only the kept scores' matmul FLOPs and element-wise work are counted")

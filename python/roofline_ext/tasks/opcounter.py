@@ -14,7 +14,8 @@ from typing import Any, Callable
 
 from .formulas import attention_flops
 from .masks import MaskTracker
-from .traffic import Reads, lookup_read
+from .opcounts import ZERO_WRITE
+from .traffic import Reads, lookup_read, tensor_read
 
 __all__ = ["make_op_counter", "NO_ARITHMETIC"]
 
@@ -76,6 +77,13 @@ def _lookup_elements(name: str, args: tuple, out) -> int:
     return out.numel()
 
 
+def _nbytes(t) -> int | None:
+    try:
+        return int(t.untyped_storage().nbytes())
+    except Exception:  # a storage whose size cannot be read: no cap
+        return None
+
+
 def make_op_counter(formulas: dict, key: Callable[[Any], int]):
     """Build the TorchDispatchMode (defined lazily: torch is imported only when counting).
 
@@ -98,9 +106,16 @@ def make_op_counter(formulas: dict, key: Callable[[Any], int]):
             self.produced: set[int] = set()
             self.reads = Reads()
             self.masks = MaskTracker(key, self.adjust)
+            # Per-op counting (opcounts.OpRecorder), off unless set: the rows of each op, and the
+            # unfused traffic per op name, kept apart from the rows so that the two can be checked.
+            self.recorder: Any = None  # an opcounts.OpRecorder
+            self.read_by_name: dict[str, int] = defaultdict(int)
+            self.write_by_name: dict[str, int] = defaultdict(int)
 
-        def adjust(self, bucket: str, op: str, delta: int) -> None:
+        def adjust(self, bucket: str, op: str, delta: int, index: int | None = None) -> None:
             (self.flops if bucket == "flops" else self.simt)[op] += delta
+            if self.recorder is not None and index is not None:
+                self.recorder.work(index, bucket, delta)
 
         def mark_read(self, t) -> None:
             """``t`` is read in full (the RNN shortcut runs on a part of it)."""
@@ -129,6 +144,29 @@ def make_op_counter(formulas: dict, key: Callable[[Any], int]):
             for t in tensors:
                 self._read(t)
 
+        def _own_traffic(self, index: int, name: str, args: tuple, kwargs: dict, out, first) -> None:
+            """The op's own reads and writes, as a kernel of its own would move them (opcounts)."""
+            reads: dict[int, tuple[list, int | None]] = {}
+            if name not in _METADATA_ONLY and name not in _LIFTS:
+                tensors = [a for a in tree_leaves((args, kwargs)) if isinstance(a, Tensor)]
+                if name in _WRITE_ONLY_SELF and args and isinstance(args[0], Tensor):
+                    tensors = tensors[1:]
+                if name in _LOOKUPS and args and isinstance(args[0], Tensor) and tensors and tensors[0] is args[0]:
+                    table = tensors.pop(0)
+                    nbytes = _lookup_elements(name, args, first) * table.element_size()
+                    reads.setdefault(key(table), ([], _nbytes(table)))[0].append(lookup_read(table, nbytes))
+                for t in tensors:
+                    reads.setdefault(key(t), ([], _nbytes(t)))[0].append(tensor_read(t))
+            writes: dict[int, int] = {}
+            if name not in ZERO_WRITE:
+                for o in tree_leaves(out):
+                    if isinstance(o, Tensor):
+                        k = key(o)
+                        writes[k] = max(writes.get(k, 0), tensor_read(o).nbytes)
+            read, write = self.recorder.traffic(index, reads, writes)
+            self.read_by_name[name] += read
+            self.write_by_name[name] += write
+
         def _mark_produced(self, out) -> None:
             for o in tree_leaves(out):
                 if isinstance(o, Tensor):
@@ -145,7 +183,8 @@ def make_op_counter(formulas: dict, key: Callable[[Any], int]):
             else:
                 mask = kwargs.get(mask_at) if mask_at else None
             pairs = self.masks.attention_pairs(q, k, causal, mask if isinstance(mask, Tensor) else None)
-            self.simt[name] += int(torch.Size(q.shape[:-2]).numel()) * pairs  # the softmax, per kept score
+            softmax = int(torch.Size(q.shape[:-2]).numel()) * pairs  # the softmax, per kept score
+            self.adjust("simt", name, softmax, self.masks.current if self.recorder is not None else None)
             return attention_flops(q, k, v, pairs)
 
         def _work(self, func, name: str, args: tuple, kwargs: dict, first) -> tuple[str | None, int]:
@@ -181,6 +220,10 @@ def make_op_counter(formulas: dict, key: Callable[[Any], int]):
             pre = None if is_view else self.masks.before(name, args)
             out = func(*args, **kwargs)
             first = next((o for o in tree_leaves(out) if isinstance(o, Tensor)), None)
+            index = None
+            if self.counting and self.recorder is not None and not is_view:
+                index = self.masks.current = self.recorder.begin(name)
+                self._own_traffic(index, name, args, kwargs, out, first)
             if self.counting:
                 self.calls[name] += 1
                 if not is_view:
@@ -196,6 +239,8 @@ def make_op_counter(formulas: dict, key: Callable[[Any], int]):
             kept = self.masks.after(name, args, kwargs, first, pre, work, bucket)
             if bucket is not None:
                 (self.flops if bucket == "flops" else self.simt)[name] += kept
+                if index is not None:
+                    self.recorder.work(index, bucket, kept)
             return out
 
     return _OpCounter()

@@ -80,6 +80,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar for folders")
     p.add_argument("--plot", metavar="FILE", help="draw the task on the GPU's roofline (FILE.png or FILE.svg)")
     p.add_argument("--summary-csv", metavar="OUT.csv", help="also write the batch summary as CSV")
+    p.add_argument("--ops", action="store_true",
+                   help="also every op's own floor, the unfused bound and the fusion headroom (with --time: "
+                   "each kernel of the reference, profiled, against its op's floor); JSON: an 'ops' list")
     r = p.add_argument_group("running tasks (each in a worker process; docs/runner.md)")
     r.add_argument("--jobs", type=int, metavar="N", help="tasks counted at once (default: all cores)")
     r.add_argument("--timeout", type=float, metavar="SECONDS",
@@ -242,10 +245,16 @@ def _options(args: argparse.Namespace, gpu: GpuChoice, paths: list[Path]) -> Bat
         timing = TimingOptions(trials=args.trials, compile=args.compile, devices=(args.device,),
                                inputs=args.inputs, correct_trials=args.correct_trials,
                                timeout_s=args.timeout or DEFAULT_TIME_TIMEOUT_S)
+    l2 = None
+    if args.ops and args.time:
+        from ...runner.kernel_profile import l2_figure
+
+        l2 = l2_figure(calibration_for(gpu), args.regime)
     return BatchOptions(dtype=args.dtype, regime=args.regime, strict_fp32=args.strict_fp32,
                         measured=_measured_peaks_for(gpu, args.regime), jobs=args.jobs,
                         count_timeout_s=args.timeout or DEFAULT_COUNT_TIMEOUT_S, timing=timing,
-                        candidates=_candidates(args, paths), isolation=args.isolation, debug=args.debug)
+                        candidates=_candidates(args, paths), isolation=args.isolation, debug=args.debug,
+                        ops=args.ops, l2_tbps=l2)
 
 
 # --- one task ---------------------------------------------------------------------------------------
@@ -255,11 +264,17 @@ def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
     if result["status"] != "ok":
         raise TaskFailed(result["error"], result.get("error_kind"))
     if args.plot:
-        from ...report.charts import plot_task
-
         # The chart draws the roofs the analysis used: this card's calibration, found by UUID.
         cal = calibration_for(gpu) if (result.get("roofs") or {}).get("measured") else None
-        print(f"roofline-ext: chart written to {plot_task(public(result), args.plot, cal)}", file=sys.stderr)
+        if args.ops:
+            from ...report.ops_chart import plot_ops
+
+            written = plot_ops(public(result), args.plot, cal)
+        else:
+            from ...report.charts import plot_task
+
+            written = plot_task(public(result), args.plot, cal)
+        print(f"roofline-ext: chart written to {written}", file=sys.stderr)
     if args.csv:
         BatchWriter(csv_path=args.csv, meta={"timed": bool(args.time)}).add(result)
     failed = _failed_candidates([result])
@@ -271,6 +286,10 @@ def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
             write_atomic(Path(args.json), text + "\n")
         return 1 if failed else 0
     print(_text_report(result, gpu))
+    if args.ops:
+        from ...report.ops_table import ops_report
+
+        print("\n" + ops_report(public(result)))
     return 1 if failed else 0
 
 

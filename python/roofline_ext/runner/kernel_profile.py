@@ -1,0 +1,236 @@
+"""Each CUDA kernel of the reference, timed by the PyTorch profiler (CUPTI) and mapped to its op.
+
+In the timing worker (``analyze --time --ops``), after the reference was event-timed: one more run,
+the L2 flushed before it as before every timed trial, under ``torch.profiler`` (CPU and CUDA
+activities: the CPU side is what ties a kernel to the op that launched it). During that run a
+dispatch mode wraps every aten op in ``record_function("roofline_ext.op#<i>")``, numbering the
+ops as the counting pass does (every op that is not a view, in dispatch order) and noting the
+module that called it. Each kernel the profiler saw is found under its op's range.
+
+The profiled ops are then matched to the counted ones (:func:`align`) by their sequence of
+(op, module) names: where the two passes dispatch the same ops (nearly always), the indices agree
+one to one; where they do not (an RNN is one cuDNN op on the GPU and a counted loop on the CPU,
+attention takes another backend) the ops that do not match are reported, with the kernel time that
+could not be put on a counted op. Matched ops' kernels go onto the result's ops
+(:func:`roofline_ext.model.ops.attach_kernels`), held to each op's floor under the L2/HBM rule.
+
+One profiled run per task: its overhead is the profiler's start (a fraction of a second) and one
+forward pass slowed on the CPU side only; kernel times are the GPU's own.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any, Callable, Mapping, Sequence
+
+from ..model.ops import L2_RULE, attach_kernels
+from ..model.results import KernelTime
+
+__all__ = ["profile_reference", "align", "attach_profile", "l2_figure", "kernels_by_op", "BREACH_EPS"]
+
+_RANGE = "roofline_ext.op#"
+_FORWARD = "roofline_ext.forward"
+_OP_RE = re.compile(r"^roofline_ext\.op#(\d+)$")
+#: A kernel sum below its op's floor by more than this fraction is a breach (timer resolution aside).
+BREACH_EPS = 1e-6
+
+
+def _make_mode(record: list[dict[str, Any]], tracker):
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from ..tasks.opcounter import _ALIASES
+
+    class _Numbering(TorchDispatchMode):
+        """Every non-view aten op in a profiler range of its own, numbered as the counting pass numbers
+        its per-op rows."""
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func.namespace == "prim":
+                return func(*args, **kwargs)
+            with self:
+                decomposed = func.decompose(*args, **kwargs)
+            if decomposed is not NotImplemented:
+                return decomposed
+            name = func._overloadpacket.__name__
+            if func.is_view or name in _ALIASES:
+                return func(*args, **kwargs)
+            i = len(record)
+            record.append({"index": i, "op": name, "module": tracker.current, "kernels": []})
+            with torch.autograd.profiler.record_function(f"{_RANGE}{i}"):
+                return func(*args, **kwargs)
+
+    return _Numbering()
+
+
+def kernels_by_op(events: Sequence[Any]) -> tuple[dict[int, list[tuple[str, float]]], float, int]:
+    """({op number: [(kernel, µs)]}, µs of kernels inside the forward but under no op, kernels in all)
+    from the profiler's events (``prof.events()``: each kernel hangs off the CPU event that launched
+    it; its op is the nearest ``roofline_ext.op#`` range above that event)."""
+    out: dict[int, list[tuple[str, float]]] = {}
+    outside, count = 0.0, 0
+    for e in events:
+        kernels = getattr(e, "kernels", None) or ()
+        if not kernels:
+            continue
+        op, inside, p = None, False, e
+        while p is not None:
+            m = _OP_RE.match(str(getattr(p, "name", "")))
+            if m and op is None:
+                op = int(m.group(1))
+            if getattr(p, "name", None) == _FORWARD:
+                inside = True
+                break
+            p = getattr(p, "cpu_parent", None)
+        if not inside:
+            continue  # the L2 flush, the profiler's own work
+        for k in kernels:
+            count += 1
+            if op is None:
+                outside += float(k.duration)
+            else:
+                out.setdefault(op, []).append((str(k.name), float(k.duration)))
+    return out, outside, count
+
+
+def profile_reference(fn: Callable[[], Any], model: Any, device: int, flush: Callable[[], None] | None) -> dict[str, Any]:
+    """Run ``fn()`` (the reference's forward, already warm) once under the profiler; JSON-ready:
+    ``ops`` (number, op, module, kernels as [name, ms]), ``kernel_sum_ms`` (every kernel of the
+    forward), ``outside_ms`` (kernels under no op), ``kernels``, ``l2_bytes`` of the device. A
+    profiler that cannot run gives ``{"error": reason}``: the timing itself stands."""
+    import torch
+
+    from ..tasks.opcounts import ModuleTracker
+
+    try:
+        from torch.profiler import ProfilerActivity, profile
+
+        record: list[dict[str, Any]] = []
+        tracker = ModuleTracker(model)
+        mode = _make_mode(record, tracker)
+        l2 = int(torch.cuda.get_device_properties(device).L2_cache_size or 0) or None
+        with torch.cuda.device(device):
+            if flush is not None:
+                flush()
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                with torch.autograd.profiler.record_function(_FORWARD), tracker, mode:
+                    fn()
+                torch.cuda.synchronize()
+        by_op, outside, count = kernels_by_op(prof.events())
+    except Exception as exc:  # CUPTI missing or busy: say so, keep the timing
+        return {"error": f"the profiler could not run: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"}
+    for r in record:
+        r["kernels"] = [[name, us / 1e3] for name, us in by_op.get(r["index"], ())]
+    total = sum(us for ks in by_op.values() for _, us in ks) + outside
+    return {"ops": record, "kernel_sum_ms": total / 1e3, "outside_ms": outside / 1e3, "kernels": count,
+            "l2_bytes": l2}
+
+
+def _same_op(name: str) -> str:
+    """An op name up to the forms that do the same work: in place (``relu_``) or not, batch norm
+    with batch statistics or running ones (the count runs the module as built, timing in eval mode)."""
+    return name.replace("_no_training", "").rstrip("_")
+
+
+def align(counted: Sequence[tuple[str, str]], profiled: Sequence[tuple[str, str]]) -> dict[int, int]:
+    """profiled position -> counted position, for the (op, module) names both passes dispatched in the
+    same order (the longest matching blocks: an op the other pass lacks costs only itself)."""
+    def key(seq):
+        return [(_same_op(op), module) for op, module in seq]
+
+    matcher = difflib.SequenceMatcher(None, key(counted), key(profiled), autojunk=False)
+    pairs: dict[int, int] = {}
+    for block in matcher.get_matching_blocks():
+        for k in range(block.size):
+            pairs[block.b + k] = block.a + k
+    return pairs
+
+
+def l2_figure(calibration: Mapping[str, Any] | None, regime: str = "burst") -> float | None:
+    """The fastest L2 read rate a calibration measured (TB/s), small working sets included (the
+    fastest is what an L2-resident op's floor may assume), or None when it measured none."""
+    if not calibration:
+        return None
+    values: list[Any] = []
+    peaks = (calibration.get("peaks") or {}).get(regime) or {}
+    values.append(peaks.get("l2_bandwidth_tbps"))
+    entry = (((calibration.get(regime) or {}).get("entries") or {}).get("l2")) or {}
+    values += [entry.get("value"), entry.get("best")]
+    for key in ("near_plateau", "far_plateau"):
+        values.append((entry.get(key) or {}).get("tbps"))
+    values += list((entry.get("curve_mib_tbps") or {}).values())
+    nums = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
+    return max(nums) if nums else None
+
+
+def attach_profile(result: dict[str, Any], profile: Mapping[str, Any], *, l2_tbps: float | None) -> None:
+    """Put a profile (:func:`profile_reference`) on an analysed result with ops, in place: the ops'
+    kernels and kernel floors, and ``kernel_profile``: the kernel sum beside the event-timed median,
+    how the two passes matched, and the ops whose kernels ran faster than their floor (breaches)."""
+    notes: list[str] = []
+    summary: dict[str, Any] = {"rule": L2_RULE, "l2_tbps": l2_tbps, "notes": notes}
+    result["kernel_profile"] = summary
+    if profile.get("error"):
+        summary["error"] = profile["error"]
+        notes.append(profile["error"])
+        return
+    typed = result.get("_result")
+    t_ref = result.get("t_ref_ms")
+    summary.update(kernel_sum_ms=profile.get("kernel_sum_ms"), outside_ms=profile.get("outside_ms"),
+                   kernels=profile.get("kernels"), l2_bytes=profile.get("l2_bytes"), event_median_ms=t_ref,
+                   kernel_sum_over_event=(profile["kernel_sum_ms"] / t_ref if t_ref and profile.get("kernel_sum_ms")
+                                          is not None else None))
+    if typed is None or not typed.ops:
+        notes.append("no per-op floors to hold the kernels to (no roofline for this task)")
+        return
+    counted = [(o.op, o.module) for o in typed.ops]
+    prof_ops = list(profile.get("ops") or ())
+    pairs = align(counted, [(p["op"], p["module"]) for p in prof_ops])
+    kernels: dict[int, list[KernelTime]] = {}
+    unmatched_ms, unmatched = 0.0, []
+    for pos, p in enumerate(prof_ops):
+        ks = p.get("kernels") or []
+        if pos in pairs:
+            index = typed.ops[pairs[pos]].index
+            kernels.setdefault(index, []).extend(KernelTime(str(n), float(ms), index) for n, ms in ks)
+        else:
+            unmatched_ms += sum(float(ms) for _, ms in ks)
+            unmatched.append(f"#{p['index']} {p['op']} in {p['module'] or '(model)'}")
+    matched_counted = set(pairs.values())
+    missing = [f"#{o.index} {o.op} in {o.module or '(model)'}" for i, o in enumerate(typed.ops)
+               if i not in matched_counted and o.calls > 0]
+    summary.update(profiled_ops=len(prof_ops), counted_ops=len(typed.ops), matched_ops=len(pairs),
+                   unmatched_profiled=unmatched[:20], unmatched_profiled_count=len(unmatched),
+                   unmatched_counted=missing[:20], unmatched_counted_count=len(missing),
+                   unmatched_kernel_ms=unmatched_ms)
+    if unmatched or missing:
+        notes.append(f"{len(unmatched)} profiled op(s) and {len(missing)} counted op(s) did not match by name "
+                     f"(the GPU dispatches other ops there); {unmatched_ms:.4g} ms of kernels are on no counted op")
+    if l2_tbps is None:
+        notes.append("no measured L2 figure (run a full `roofline-ext calibrate`): bytes that may come from L2 "
+                     "are charged nothing in the kernel floors")
+    typed = attach_kernels(typed, kernels, l2_bytes=profile.get("l2_bytes"), l2_tbps=l2_tbps)
+    result["_result"] = typed
+    result["ops"] = [o.to_dict() for o in typed.ops]
+    summary["breaches"] = _breaches(typed)
+
+
+def _breaches(typed) -> dict[str, Any]:
+    """Ops whose kernels together ran faster than the op's kernel floor: per roof, and on every roof
+    at once (below the lowest floor: a counting bug, not a peak that was measured low)."""
+    per_roof: dict[str, list[dict[str, Any]]] = {}
+    everywhere = []
+    for o in typed.ops:
+        if not o.kernel_ms:
+            continue
+        below = [name for name, f in o.kernel_floors.items() if f is not None and o.kernel_ms < f * (1 - BREACH_EPS)]
+        for name in below:
+            per_roof.setdefault(name, []).append({"index": o.index, "op": o.op, "module": o.module,
+                                                  "kernel_ms": o.kernel_ms, "floor_ms": o.kernel_floors[name]})
+        floors = [f for f in o.kernel_floors.values() if f is not None]
+        if floors and o.kernel_ms < min(floors) * (1 - BREACH_EPS):
+            everywhere.append({"index": o.index, "op": o.op, "module": o.module, "kernel_ms": o.kernel_ms,
+                               "floor_ms": min(floors)})
+    return {"by_roof": per_roof, "all_roofs": everywhere}

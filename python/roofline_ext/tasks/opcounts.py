@@ -1,0 +1,181 @@
+"""Per-op counts of one forward pass: every aten op, under the module that called it.
+
+The op counter (:mod:`.opcounter`) counts the task as a whole; with per-op counting on it also
+hands each op of the forward pass to an :class:`OpRecorder` here, in dispatch order, from the same
+counting pass (no second forward). Each op gets:
+
+- its tensor-core FLOPs and SIMT FLOPs, exactly as the task's totals count them (a mask's
+  take-back lands on the op whose work it takes back), so the per-op FLOPs add up to the task's;
+- the bytes of its *own* inputs read and outputs written (``read_bytes``/``write_bytes``): every
+  tensor argument's sectors (a lookup: the rows it can name), each storage once per op, and every
+  output written once. Views cost nothing; an allocation (``empty``) writes nothing. This is the
+  traffic of running each op as a kernel of its own, the *unfused traffic* (docs/counting.md);
+- the innermost ``nn.Module`` running when it was dispatched, by qualified name
+  (``layers.3.conv1``; ``""`` is the task's model itself).
+
+RNN layers are counted from two short runs (``counting._make_function_mode``): their ops are
+recorded too and then replaced by one row per (module, op) of the layer, extrapolated to the full
+sequence the way the totals are (``calls`` says how many ops the row stands for; ``note`` says it
+was extrapolated).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .traffic import Read, storage_bytes
+
+__all__ = ["OpCount", "OpRecorder", "ModuleTracker", "ZERO_WRITE", "UNWRITTEN_OUTPUT"]
+
+#: Ops that allocate or only change metadata: their output is not written by a kernel.
+ZERO_WRITE = frozenset("""
+    empty empty_like empty_strided new_empty new_empty_strided resize_ resize_as_ set_ lift_fresh
+    lift_fresh_copy record_stream _assert_tensor_metadata _assert_async _functional_assert_async
+    _assert_scalar _local_scalar_dense
+""".split())
+
+#: The op name of the row for task outputs that no op of the forward pass wrote (forward returned
+#: an input, a parameter or a view of one): the compulsory traffic counts them as written, so a
+#: kernel that returns them must write them.
+UNWRITTEN_OUTPUT = "(output written by no op)"
+
+
+@dataclass(frozen=True)
+class OpCount:
+    """What one aten op of the forward pass costs on its own (or, with ``calls`` > 1, the ops an RNN
+    row stands for). FLOPs and bytes as the task's counts define them (docs/counting.md)."""
+
+    index: int
+    op: str
+    module: str
+    flops: int
+    simt_flops: int
+    read_bytes: int
+    write_bytes: int
+    calls: int = 1
+    note: str | None = None
+
+    @property
+    def bytes(self) -> int:
+        return self.read_bytes + self.write_bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class ModuleTracker:
+    """The innermost module running, by qualified name, from global forward hooks.
+
+    ``names`` maps ``id(module)`` to its name in the root model (``named_modules``); a module the
+    root does not hold (made inside forward) is named by its class, under its caller."""
+
+    def __init__(self, root: Any) -> None:
+        self.names = {id(m): name for name, m in root.named_modules()}
+        self.stack: list[str] = []
+        self._handles: list[Any] = []
+
+    @property
+    def current(self) -> str:
+        return self.stack[-1] if self.stack else ""
+
+    def _pre(self, module, args) -> None:
+        name = self.names.get(id(module))
+        if name is None:
+            outer = self.current
+            name = f"{outer}.<{type(module).__name__}>" if outer else f"<{type(module).__name__}>"
+        self.stack.append(name)
+
+    def _post(self, module, args, out) -> None:
+        if self.stack:
+            self.stack.pop()
+
+    def __enter__(self) -> "ModuleTracker":
+        from torch.nn.modules import module as nn_module
+
+        self._handles = [nn_module.register_module_forward_pre_hook(self._pre),
+                         nn_module.register_module_forward_hook(self._post, always_call=True)]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        self.stack = []
+
+
+class _Row:
+    __slots__ = ("op", "module", "flops", "simt", "read", "write", "calls", "note")
+
+    def __init__(self, op: str, module: str) -> None:
+        self.op, self.module = op, module
+        self.flops = self.simt = self.read = self.write = 0
+        self.calls = 1
+        self.note: str | None = None
+
+
+class OpRecorder:
+    """The rows of one count, in dispatch order; the op counter fills them (see module docstring)."""
+
+    def __init__(self, tracker: ModuleTracker | None = None) -> None:
+        self.rows: list[_Row] = []
+        self.tracker = tracker
+        self.written: set[int] = set()  # storages some op wrote
+
+    def begin(self, op: str) -> int:
+        self.rows.append(_Row(op, self.tracker.current if self.tracker is not None else ""))
+        return len(self.rows) - 1
+
+    def work(self, index: int, bucket: str, amount: int) -> None:
+        row = self.rows[index]
+        if bucket == "flops":
+            row.flops += amount
+        else:
+            row.simt += amount
+
+    def traffic(self, index: int, reads: dict[int, tuple[list[Read], int | None]],
+                writes: dict[int, int]) -> tuple[int, int]:
+        """Record an op's reads (storage -> (its reads, storage size)) and writes (storage -> bytes);
+        returns (read bytes, write bytes)."""
+        row = self.rows[index]
+        row.read = sum(storage_bytes(r, n) for r, n in reads.values())
+        row.write = sum(writes.values())
+        self.written.update(writes)
+        return row.read, row.write
+
+    # --- RNN layers: counted from a 2-step and a 3-step run --------------------------------------
+
+    def mark(self) -> int:
+        return len(self.rows)
+
+    def extrapolate(self, start: int, middle: int, steps: int, label: str) -> None:
+        """Replace the rows of a 2-step run (``start:middle``) and a 3-step run (``middle:``) by one
+        row per (module, op): c(2) + (steps - 2) (c(3) - c(2)), as the totals are extrapolated (the
+        totals are extrapolated apart, per op name, so that the two can be checked against each
+        other)."""
+        def sums(rows: list[_Row]) -> dict[tuple[str, str], list[int]]:
+            out: dict[tuple[str, str], list[int]] = {}
+            for r in rows:
+                acc = out.setdefault((r.module, r.op), [0, 0, 0, 0, 0])
+                for i, v in enumerate((r.flops, r.simt, r.read, r.write, r.calls)):
+                    acc[i] += v
+            return out
+
+        c2, c3 = sums(self.rows[start:middle]), sums(self.rows[middle:])
+        order = list(dict.fromkeys([(r.module, r.op) for r in self.rows[start:]]))
+        del self.rows[start:]
+        for key in order:
+            a, b = c2.get(key, [0] * 5), c3.get(key, [0] * 5)
+            value = [a[i] + (steps - 2) * (b[i] - a[i]) for i in range(5)]
+            row = _Row(key[1], key[0])
+            row.flops, row.simt, row.read, row.write, row.calls = value
+            row.note = f"{label}: extrapolated to {steps} steps from runs of 2 and 3 steps"
+            self.rows.append(row)
+
+    def unwritten_output(self, nbytes: int) -> None:
+        row = _Row(UNWRITTEN_OUTPUT, "")
+        row.calls, row.write = 0, nbytes
+        self.rows.append(row)
+
+    def counts(self) -> list[OpCount]:
+        return [OpCount(i, r.op, r.module, int(r.flops), int(r.simt), int(r.read), int(r.write), int(r.calls),
+                        r.note) for i, r in enumerate(self.rows)]

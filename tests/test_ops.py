@@ -1,0 +1,296 @@
+"""Per-op counts, per-op floors, the unfused bound (issue 16), CPU only.
+
+Hand-derived small tasks check the numbers; every KernelBench L1-L3 task (when checked out at
+../shared/kernelbench) checks the invariants: the per-op FLOPs add up to the task's exactly, the
+per-op bytes to the unfused traffic (summed apart, per op name, while counting), and the unfused
+bound is never below the fused floor."""
+from __future__ import annotations
+
+import json
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+
+from roofline_ext.model.floors import floor, roofline_result
+from roofline_ext.model.ops import attach_kernels, attach_ops, memory_ms
+from roofline_ext.model.results import KernelTime, OpResult
+from roofline_ext.peaks.datasheet import lookup
+from roofline_ext.report.ops_table import ops_report
+from roofline_ext.runner.analyze import analyze_task
+from roofline_ext.tasks.counting import count_task
+from roofline_ext.tasks.loading import TaskError, find_task_files
+from roofline_ext.tasks.opcounts import UNWRITTEN_OUTPUT
+
+KERNELBENCH = (Path(__file__).resolve().parents[1] / ".." / "shared" / "kernelbench").resolve()
+LEVELS = [KERNELBENCH / f"level{n}" for n in (1, 2, 3)]
+H200 = lookup("H200")
+
+
+def _task(tmp_path: Path, name: str, body: str) -> Path:
+    p = tmp_path / f"{name}.py"
+    p.write_text("import torch\nimport torch.nn as nn\n" + textwrap.dedent(body))
+    return p
+
+
+def _typed(counts):
+    r = roofline_result(counts.flops, counts.bytes, counts.compute_dtype or "float32", "H200", None,
+                        simt_flops=counts.simt_flops)
+    return attach_ops(r, counts.ops)
+
+
+def _check_invariants(counts, label: str) -> None:
+    assert counts.ops is not None, label
+    assert sum(o.flops for o in counts.ops) == counts.flops, label
+    assert sum(o.simt_flops for o in counts.ops) == counts.simt_flops, label
+    assert sum(o.read_bytes for o in counts.ops) == counts.unfused_read_bytes, label
+    assert sum(o.write_bytes for o in counts.ops) == counts.unfused_write_bytes, label
+    assert all(o.flops >= 0 and o.simt_flops >= 0 and o.read_bytes >= 0 and o.write_bytes >= 0
+               for o in counts.ops), label
+    assert [o.index for o in counts.ops] == list(range(len(counts.ops))), label
+
+
+# --- hand-derived ---------------------------------------------------------------------------------
+
+LINEAR_RELU = """
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(256, 512)
+        def forward(self, x):
+            return torch.relu(self.fc(x))
+    def get_inputs():
+        return [torch.randn(64, 256)]
+    def get_init_inputs():
+        return []
+"""
+
+
+def test_linear_relu_by_hand(tmp_path):
+    c = count_task(_task(tmp_path, "lin", LINEAR_RELU), ops=True)
+    ops = [o for o in c.ops if o.flops or o.simt_flops]
+    assert [(o.op, o.module) for o in ops] == [("addmm", "fc"), ("relu", "")]
+    addmm, relu = ops
+    assert addmm.flops == 2 * 64 * 256 * 512
+    assert addmm.read_bytes == 4 * (64 * 256 + 512 * 256 + 512) and addmm.write_bytes == 4 * 64 * 512
+    assert relu.simt_flops == 64 * 512 and relu.read_bytes == relu.write_bytes == 4 * 64 * 512
+    _check_invariants(c, "lin")
+    r = _typed(c)
+    ds = r.roofs["datasheet"]
+    by_hand = sum(floor(o.flops, o.read_bytes + o.write_bytes, o.simt_flops, ds.compute_tflops, ds.simt_tflops,
+                        ds.bandwidth_tbps)["t_min_ms"] for o in c.ops)
+    assert r.unfused["datasheet"].unfused_bound_ms == pytest.approx(by_hand, rel=1e-12)
+    # relu's floor: 2 x 128 KiB on 4.8 TB/s
+    relu_r = next(o for o in r.ops if o.op == "relu")
+    assert relu_r.floors["datasheet"] == pytest.approx(2 * 4 * 64 * 512 / (H200.bandwidth_tbps * 1e12) * 1e3)
+    assert r.unfused["datasheet"].fusion_headroom > 1
+    d = r.to_dict()
+    assert d["unfused"]["roofs"]["datasheet"]["unfused_is_a_floor"] is False
+    assert "NOT a floor" in d["unfused"]["note"]
+    assert [o["op"] for o in d["ops"]] == [o.op for o in c.ops]
+
+
+def test_per_op_counting_leaves_the_totals_alone(tmp_path):
+    p = _task(tmp_path, "lin", LINEAR_RELU)
+    a, b = count_task(p), count_task(p, ops=True)
+    assert (a.flops, a.simt_flops, a.bytes, a.by_op) == (b.flops, b.simt_flops, b.bytes, b.by_op)
+    assert a.ops is None and a.unfused_bytes is None
+
+
+def test_output_no_op_wrote_gets_a_row(tmp_path):
+    p = _task(tmp_path, "ident", """
+        class Model(nn.Module):
+            def forward(self, x):
+                return x.view(-1)
+        def get_inputs():
+            return [torch.randn(32, 32)]
+        def get_init_inputs():
+            return []
+    """)
+    c = count_task(p, ops=True)
+    row = next(o for o in c.ops if o.op == UNWRITTEN_OUTPUT)
+    assert row.write_bytes == 4 * 32 * 32
+    _check_invariants(c, "ident")
+    assert c.unfused_bytes >= c.bytes
+
+
+def test_masked_attention_take_back_lands_on_its_op(tmp_path):
+    p = _task(tmp_path, "causal", """
+        import math
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("bias", torch.tril(torch.ones(64, 64)).view(1, 1, 64, 64))
+            def forward(self, q, k, v):
+                att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.size(-1)))
+                att = att.masked_fill(self.bias[:, :, :64, :64] == 0, float('-inf'))
+                att = torch.softmax(att, dim=-1)
+                return att @ v
+        def get_inputs():
+            return [torch.randn(2, 4, 64, 32) for _ in range(3)]
+        def get_init_inputs():
+            return []
+    """)
+    c = count_task(p, ops=True)
+    _check_invariants(c, "causal")
+    assert any("lower-triangular" in n for n in c.notes)  # the mask was followed
+    full = 2 * 2 * 4 * 64 * 64 * 32
+    bmms = [o for o in c.ops if o.flops]
+    assert len(bmms) == 2 and all(o.flops < full for o in bmms)
+
+
+def test_rnn_rows_are_extrapolated_exactly(tmp_path):
+    p = _task(tmp_path, "lstm", """
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm = nn.LSTM(16, 32, num_layers=2, batch_first=True)
+            def forward(self, x):
+                return self.lstm(x)[0]
+        def get_inputs():
+            return [torch.randn(4, 40, 16)]
+        def get_init_inputs():
+            return []
+    """)
+    c = count_task(p, ops=True)
+    _check_invariants(c, "lstm")
+    rows = [o for o in c.ops if o.note]  # the initial state (zeros) is made outside the steps
+    assert rows and all(o.module == "lstm" and "extrapolated to 40 steps" in o.note for o in rows)
+    assert sum(o.calls for o in rows) > 40  # rows stand for the ops of every step
+
+
+def test_analyze_task_json_and_table(tmp_path):
+    r = analyze_task(_task(tmp_path, "lin", LINEAR_RELU), "H200", per_op=True, measured=None)
+    assert r["ops"] and r["unfused"]["bytes"] == r["unfused"]["read_bytes"] + r["unfused"]["write_bytes"]
+    json.dumps({k: v for k, v in r.items() if not k.startswith("_")})  # JSON-ready
+    assert r["_result"].ops and r["_result"].unfused["datasheet"].unfused_bound_ms >= r["t_min_ms"]
+    text = ops_report(r)
+    assert "NOT a floor" in text and "addmm" in text and "fc" in text
+
+
+def test_memory_rule():
+    l2 = 50 << 20
+    t, level = memory_ms(10 << 20, 4.0, 10.0, l2)
+    assert level == "l2" and t == pytest.approx((10 << 20) / 10e12 * 1e3)
+    t, level = memory_ms(150 << 20, 4.0, 10.0, l2)
+    assert level == "hbm" and t == pytest.approx((100 << 20) / 4e12 * 1e3 + l2 / 10e12 * 1e3)
+    assert memory_ms(10 << 20, 4.0, None, l2) == (0.0, "l2")  # no L2 figure: no memory term
+    assert memory_ms(10 << 20, 4.0, None, None)[1] == "hbm"
+
+
+def test_kernels_attach_and_lose_time(tmp_path):
+    c = count_task(_task(tmp_path, "lin", LINEAR_RELU), ops=True)
+    r = _typed(c)
+    relu = next(o for o in r.ops if o.op == "relu")
+    timed = attach_kernels(r, {relu.index: [KernelTime("relu_kernel", 0.01, relu.index)]},
+                           l2_bytes=50 << 20, l2_tbps=10.0)
+    got: OpResult = next(o for o in timed.ops if o.op == "relu")
+    assert got.kernel_ms == 0.01 and got.memory_level == "l2"
+    assert got.kernel_floors["datasheet"] == pytest.approx(relu.bytes / 10e12 * 1e3)
+    assert got.kernels[0].lost_ms == pytest.approx(0.01 - got.kernel_floors["datasheet"])
+
+
+# --- every KernelBench task -----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def kb_counts():
+    if not all(d.is_dir() for d in LEVELS):
+        pytest.skip(f"KernelBench is not at {KERNELBENCH} (level1-3)")
+    out = {}
+    for level in LEVELS:
+        for p in find_task_files(level):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    out[f"{level.name}/{p.stem}"] = count_task(p, ops=True)
+                except TaskError as exc:
+                    out[f"{level.name}/{p.stem}"] = exc
+    return out
+
+
+def test_kernelbench_invariants(kb_counts):
+    counted = {k: c for k, c in kb_counts.items() if not isinstance(c, TaskError)}
+    assert len(counted) >= 245
+    below = {}
+    for name, c in counted.items():
+        _check_invariants(c, name)
+        assert c.unfused_bytes >= c.bytes, name
+        if not c.bytes:
+            continue
+        r = _typed(c)
+        for roof, b in r.unfused.items():
+            if b.unfused_bound_ms < b.fused_floor_ms * (1 - 1e-9):
+                below[name] = (roof, b.unfused_bound_ms, b.fused_floor_ms)
+    assert below == {}
+
+
+# --- the kernel profile's mapping, with fake profiler events --------------------------------------
+
+class _Ev:
+    def __init__(self, name, parent=None, kernels=()):
+        from torch.autograd.profiler_util import Kernel
+
+        self.name, self.cpu_parent = name, parent
+        self.kernels = [Kernel(n, 0, us) for n, us in kernels]
+
+
+def test_kernels_by_op_walks_up_to_the_op_range():
+    from roofline_ext.runner.kernel_profile import kernels_by_op
+
+    fwd = _Ev("roofline_ext.forward")
+    op0 = _Ev("roofline_ext.op#0", fwd)
+    op1 = _Ev("roofline_ext.op#1", fwd)
+    events = [
+        fwd, op0, op1,
+        _Ev("cudaLaunchKernel", _Ev("aten::addmm", op0), [("gemm", 10.0)]),
+        _Ev("cudaLaunchKernel", _Ev("aten::relu", op1), [("relu_k", 2.0), ("relu_k2", 1.0)]),
+        _Ev("cudaLaunchKernel", fwd, [("stray", 0.5)]),
+        _Ev("cudaLaunchKernel", None, [("flush", 99.0)]),  # outside the forward: not counted
+    ]
+    by_op, outside, n = kernels_by_op(events)
+    assert by_op == {0: [("gemm", 10.0)], 1: [("relu_k", 2.0), ("relu_k2", 1.0)]}
+    assert outside == 0.5 and n == 4
+
+
+def test_numbering_matches_the_counted_rows(tmp_path):
+    # The profiled run numbers ops as the counting pass does: on real CPU tensors, the same names.
+    import torch
+
+    from roofline_ext.runner.kernel_profile import _make_mode, align
+    from roofline_ext.tasks.loading import load_task
+    from roofline_ext.tasks.opcounts import ModuleTracker
+
+    p = _task(tmp_path, "lin", LINEAR_RELU)
+    c = count_task(p, ops=True)
+    task = load_task(p)
+    model = task.build(task.init_inputs()).eval()
+    record: list = []
+    tracker = ModuleTracker(model)
+    inputs = task.inputs()
+    with torch.no_grad(), tracker, _make_mode(record, tracker):
+        model(*inputs)
+    task.unload()
+    assert [(r["op"], r["module"]) for r in record] == [(o.op, o.module) for o in c.ops]
+    assert align([(o.op, o.module) for o in c.ops], [("relu_", "")]) == {0: 1}
+
+
+def test_attach_profile_reports_sums_and_breaches(tmp_path):
+    from roofline_ext.runner.kernel_profile import attach_profile
+
+    p = _task(tmp_path, "lin", LINEAR_RELU)
+    result = analyze_task(p, "H200", per_op=True, t_ref_ms=0.02, measured=None)
+    prof = {"ops": [{"index": i, "op": o["op"], "module": o["module"], "kernels": []} for i, o in
+                    enumerate(result["ops"])], "kernel_sum_ms": 0.019, "outside_ms": 0.0, "kernels": 2,
+            "l2_bytes": 50 << 20}
+    addmm = next(o for o in prof["ops"] if o["op"] == "addmm")
+    relu = next(o for o in prof["ops"] if o["op"] == "relu")
+    addmm["kernels"] = [["gemm", 0.018]]
+    relu["kernels"] = [["relu", 1e-9]]  # impossibly fast: a breach on every roof
+    attach_profile(result, prof, l2_tbps=10.0)
+    s = result["kernel_profile"]
+    assert s["kernel_sum_over_event"] == pytest.approx(0.95)
+    assert s["matched_ops"] == len(prof["ops"])
+    assert [b["op"] for b in s["breaches"]["all_roofs"]] == ["relu"]
+    text = ops_report({k: v for k, v in result.items() if not k.startswith("_")})
+    assert "gemm" in text and "lose the most" in text
