@@ -665,7 +665,7 @@ def test_full_calibration_with_sustained_phase(fake_gpu, cache, tmp_path):
     assert sus["hbm"]["clock_derived"] == pytest.approx(4.8144, abs=1e-3)
     assert cal["peaks"]["sustained"] == {"bandwidth_tbps": sus["hbm"]["value"],
                                          **{p: sus[p]["value"] for p in cal_run.FULL_PRECISIONS}}
-    for key, e in sus.items():  # each with its own clocks, power, reasons and throttle counts
+    for e in sus.values():  # each with its own clocks, power, reasons and throttle counts
         assert e["sm_clock_mhz"] and e["power_w"] == 699.0 and isinstance(e["throttle_reasons"], list)
         assert e["throttle"]["reps"] >= 3 and e["throttle"]["flagged"] == 0 and e["throttle"]["discarded"] == 0
     # Each phase's wall seconds, and totals that add up.

@@ -361,11 +361,11 @@ def _mix_envelope(cal: Mapping[str, Any], regime: str) -> tuple[dict[str, float]
         return envelope, None
     sustained = ((cal.get("sustained") or {}).get("entries") or {}).get("hbm") \
         if isinstance(cal.get("sustained"), Mapping) else None
-    ratio = sustained.get("ratio_to_burst") if isinstance(sustained, Mapping) else None
-    if not _is_peak(ratio):
+    if not isinstance(sustained, Mapping) or not _is_peak(sustained.get("ratio_to_burst")):
         return None, None
+    ratio = float(sustained["ratio_to_burst"])
     pattern = sustained.get("path") or "HBM"
-    return ({k: v * float(ratio) for k, v in envelope.items()},
+    return ({k: v * ratio for k, v in envelope.items()},
             f"the burst read:write envelope x {ratio:.3f}, the sustained/burst ratio of {pattern} "
             "(the sustained phase runs that one pattern)")
 
