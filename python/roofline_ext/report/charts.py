@@ -160,7 +160,7 @@ def _roofs(datasheet: Mapping[str, Any] | None, measured: Mapping[str, Any] | No
     if mix:
         from ..peaks.mix import parse_ratio, read_fraction
 
-        points = mix.get("points") if isinstance(mix.get("points"), Mapping) else mix
+        points: Mapping[str, Any] = mix["points"] if isinstance(mix.get("points"), Mapping) else mix
         envelope = tuple(sorted(((str(k), read_fraction(*parse_ratio(k)), float(v)) for k, v in points.items()
                                  if _num(v)), key=lambda p: p[1]))
     if not (hbm[0] or hbm[1]):
@@ -518,14 +518,17 @@ def _calibration_datasheet(cal: Mapping[str, Any]) -> Mapping[str, Any] | None:
 def _levels_of(entries: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The levels above HBM a calibration measured: L2's far and near plateaus (else nothing: the
     single plateau stays the L2 slope) and shared memory beside its clock-derived ceiling."""
+    def mapping(x: Any) -> Mapping[str, Any]:
+        return x if isinstance(x, Mapping) else {}
+
     levels: list[dict[str, Any]] = []
-    l2 = entries.get("l2") if isinstance(entries.get("l2"), Mapping) else {}
+    l2 = mapping(entries.get("l2"))
     for name, label in (("far_plateau", "L2 far"), ("near_plateau", "L2 near")):
-        plateau = l2.get(name) if isinstance(l2.get(name), Mapping) else None
-        if plateau and _num(plateau.get("tbps")):
+        plateau = mapping(l2.get(name))
+        if _num(plateau.get("tbps")):
             levels.append({"key": f"l2_{name.split('_')[0]}", "label": label, "measured": plateau["tbps"]})
-    smem = entries.get("smem") if isinstance(entries.get("smem"), Mapping) else None
-    if smem and _num(smem.get("value")):
+    smem = mapping(entries.get("smem"))
+    if _num(smem.get("value")):
         levels.append({"key": "smem", "label": "shared memory", "measured": smem["value"],
                        "reference": smem.get("clock_derived"), "reference_label": "SMs x 128 B/clock"})
     if levels and not any(lv["key"].startswith("l2_") for lv in levels) and _num(l2.get("value")):
