@@ -90,30 +90,33 @@ class _Steps:
         self.total = max(total, 1e-9)
         self.done = 0.0
         self.prefix = prefix
-        self.phases_s: dict[str, float] = {}
 
     def report(self, description: str, partial: float = 0.0) -> None:
         if self.progress is not None:
             self.progress(min(self.done + partial, self.total), self.total, f"{self.prefix}{description}")
 
     @contextlib.contextmanager
-    def step(self, description: str, weight: float, phase: str | None = None) -> Iterator[Callable[..., None]]:
-        """Yields ``update(fraction, detail=None)`` for progress within the step; with ``phase``,
-        the step's wall seconds are recorded under that key (``phases_s``)."""
+    def step(self, description: str, weight: float) -> Iterator[Callable[..., None]]:
+        """Yields ``update(fraction, detail=None)`` for progress within the step."""
         self.report(description)
-        t0 = time.monotonic()
 
         def update(fraction: float, detail: str | None = None) -> None:
             text = f"{description}: {detail}" if detail else description
             self.report(text, weight * min(max(fraction, 0.0), 1.0))
 
-        try:
-            yield update
-        finally:
-            if phase is not None:
-                self.phases_s[phase] = round(self.phases_s.get(phase, 0.0) + time.monotonic() - t0, 3)
+        yield update
         self.done += weight
         self.report(description)
+
+
+@contextlib.contextmanager
+def _timed(phases: dict[str, float], key: str) -> Iterator[None]:
+    """Adds the block's wall seconds to ``phases[key]`` (the calibration's ``timing.phases_s``)."""
+    t0 = time.monotonic()
+    try:
+        yield
+    finally:
+        phases[key] = round(phases.get(key, 0.0) + time.monotonic() - t0, 3)
 
 
 def _state(backend: Backend, dev: Any) -> dict[str, Any]:
@@ -339,6 +342,8 @@ class _Run:
     raw: dict[str, Any] = field(default_factory=lambda: {"bandwidth": None, "compute": {}})
     trust: list[str] = field(default_factory=list)
     hostlink: dict[str, Any] | None = None
+    # Wall seconds per phase (``timing.phases_s``).
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFAULT_SUSTAINED_S,
@@ -376,7 +381,7 @@ def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFA
     run = _Run(backend, device, dev, lookup(dev.name), quick,
                _Steps(progress, total, prefix=f"{'quick' if quick else 'full'} calibration: "), weights)
     run.trust = start_warnings(dev, state)
-    run.steps.phases_s["setup"] = round(clock() - t_start, 3)
+    run.phases["setup"] = round(clock() - t_start, 3)
     t_burst = clock()
     _burst(run, precs)
     burst_s = clock() - t_burst
@@ -394,7 +399,7 @@ def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFA
     total = clock() - t_start
     cal["wall_s"] = round(total, 2)
     limit = budget_s if budget_s is not None else (QUICK_BUDGET_S if quick else None)
-    cal["timing"] = {"phases_s": dict(run.steps.phases_s), "burst_s": round(burst_s, 3),
+    cal["timing"] = {"phases_s": dict(run.phases), "burst_s": round(burst_s, 3),
                      "sustained_s": round(sustained_wall, 3), "sustained_window_s": window if families else None,
                      "total_s": round(total, 3), "budget_s": limit,
                      "within_budget": None if limit is None else total <= limit}
@@ -416,7 +421,7 @@ def _fit_window(requested: float, left_s: float, units: int) -> float:
 def _burst(run: _Run, precs: Sequence[str]) -> None:
     """HBM (and L2) bandwidth, then every precision: each entry is what the measurement layer reports."""
     what = "HBM bandwidth" + ("" if run.quick else ", L2 curve and read:write mix")
-    with run.steps.step(what, run.weights["bw"], phase="bandwidth") as update:
+    with run.steps.step(what, run.weights["bw"]) as update, _timed(run.phases, "bandwidth"):
         bw = run.backend.measure_bandwidth(run.device, quick=run.quick,
                                            progress=lambda done, of, what: update(done / of if of else 0.0, what))
     run.raw["bandwidth"] = bw
@@ -425,7 +430,8 @@ def _burst(run: _Run, precs: Sequence[str]) -> None:
         _smem(run)
     _hostlink(run)
     for prec in precs:
-        with run.steps.step(f"{short_label(prec)} throughput", run.weights["prec"], phase=prec) as update:
+        with run.steps.step(f"{short_label(prec)} throughput", run.weights["prec"]) as update, \
+                _timed(run.phases, prec):
             # update is bound as a default: a closure would see the next precision's step (B023).
             def on_line(line: str, update: Callable[..., None] = update) -> None:
                 update(0.0, line)
@@ -442,7 +448,7 @@ def _smem(run: _Run) -> None:
     measure = getattr(run.backend, "measure_smem", None)
     if measure is None:
         return
-    with run.steps.step("shared-memory bandwidth", run.weights["smem"], phase="smem"):
+    with run.steps.step("shared-memory bandwidth", run.weights["smem"]), _timed(run.phases, "smem"):
         r = measure(run.device, quick=run.quick)
     run.raw["smem"] = r
     run.entries["smem"] = _smem_entry(r)
@@ -465,7 +471,7 @@ def _hostlink(run: _Run) -> None:
     measure = getattr(run.backend, "measure_hostlink", None)
     if measure is None:
         return
-    with run.steps.step("host-link bandwidth", run.weights["link"], phase="hostlink"):
+    with run.steps.step("host-link bandwidth", run.weights["link"]), _timed(run.phases, "hostlink"):
         link = measure(run.device, quick=run.quick)
     run.hostlink = hostlink_entries(link)
     run.trust += [f"host link: {w}" for w in link.warnings]
@@ -482,8 +488,8 @@ def _sustained_phase(run: _Run, families: Sequence[str], seconds: float) -> dict
             continue
         if fam == "hbm":
             burst = _hbm_for_sustain(burst)
-        with run.steps.step(f"sustained {short_label(fam)} for {seconds:g} s", run.weights["sus"],
-                            phase=f"sustained_{fam}") as part:
+        with run.steps.step(f"sustained {short_label(fam)} for {seconds:g} s", run.weights["sus"]) as part, \
+                _timed(run.phases, f"sustained_{fam}"):
             run_once = run.backend.sustained_runner(run.device, fam, burst, run.dev)
             s = sustain(run_once, seconds, run.backend.sampling(run.device), part,
                         names_of=getattr(run.backend, "reason_names", None))
