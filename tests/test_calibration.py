@@ -655,15 +655,28 @@ def test_full_calibration_with_sustained_phase(fake_gpu, cache, tmp_path):
     assert set(cal["burst"]["entries"]) == {"hbm", "l2", *cal_run.FULL_PRECISIONS}
     assert cal["peaks"]["burst"]["l2_bandwidth_tbps"] == 10.94
     sus = cal["sustained"]["entries"]
-    assert set(sus) == {"hbm", "fp32", "bf16"}
+    # Every unit of the burst phase is sustained, not one per family.
+    assert set(sus) == {"hbm", *cal_run.FULL_PRECISIONS}
     bf16 = sus["bf16"]
     assert bf16["value"] == pytest.approx(949.3 * 0.778, rel=0.01)
     assert bf16["ratio_to_burst"] == pytest.approx(0.778, rel=0.01)
     assert bf16["sm_clock_mhz"] == 1470.0 and bf16["power_w"] == 699.0 and bf16["path"] == "wgmma"
     assert bf16["fraction_of_clock_derived"] == pytest.approx(bf16["value"] / (4096 * 132 * 1470e6 / 1e12))
     assert sus["hbm"]["clock_derived"] == pytest.approx(4.8144, abs=1e-3)
-    assert cal["peaks"]["sustained"] == {"bandwidth_tbps": sus["hbm"]["value"], "fp32": sus["fp32"]["value"],
-                                         "bf16": bf16["value"]}
+    assert cal["peaks"]["sustained"] == {"bandwidth_tbps": sus["hbm"]["value"],
+                                         **{p: sus[p]["value"] for p in cal_run.FULL_PRECISIONS}}
+    for e in sus.values():  # each with its own clocks, power, reasons and throttle counts
+        assert e["sm_clock_mhz"] and e["power_w"] == 699.0 and isinstance(e["throttle_reasons"], list)
+        assert e["throttle"]["reps"] >= 3 and e["throttle"]["flagged"] == 0 and e["throttle"]["discarded"] == 0
+    # Each phase's wall seconds, and totals that add up.
+    timing = cal["timing"]
+    phases = timing["phases_s"]
+    assert {"setup", "bandwidth", *cal_run.FULL_PRECISIONS, *(f"sustained_{f}" for f in sus)} <= set(phases)
+    assert all(v >= 0 for v in phases.values())
+    assert sum(v for k, v in phases.items() if k.startswith("sustained_")) == pytest.approx(timing["sustained_s"], abs=0.05)
+    assert sum(phases[f"sustained_{f}"] for f in sus) >= 0.3 * len(sus)
+    assert timing["total_s"] >= timing["burst_s"] + timing["sustained_s"]
+    assert timing["budget_s"] is None and timing["within_budget"] is None and timing["sustained_window_s"] == 0.3
     # The whole thing caches, reads back for analyze, tabulates and draws.
     cb.save(cal)
     assert cb.cached_peaks(gpu_name="NVIDIA H200", regime="sustained")["bf16"] == bf16["value"]
@@ -798,3 +811,55 @@ def test_settle_of_a_window_too_short_to_tell_is_none():
     # Every call ended in the last third: nothing to compare the figure with.
     s = settle([(0.25, 900.0), (0.28, 901.0), (0.29, 899.0)], [], [], 0.3)
     assert s["settled"] is None and s["value"] == 900.0 and s["telemetry"] is None
+
+
+def test_settle_flags_throttled_calls_and_leaves_them_out():
+    from roofline_ext.calibration.sustained import settle
+
+    # 30 calls of 1 s; in the last third, calls 22 and 25 ran under hw_slowdown (bit 0x8), call 27
+    # at 1100 MHz (below 90% of the window's 1470): flagged, left out of the median. The power cap
+    # (bit 0x1) is on throughout, as on a tensor unit at 700 W, and flags nothing.
+    names = {0x1: "sw_power_cap", 0x8: "hw_slowdown"}
+
+    def names_of(mask):
+        return [n for bit, n in names.items() if mask & bit]
+
+    duration = 30.0
+    windows = [(float(t), t + 1.0) for t in range(30)]
+    slow = {22: 0x8, 25: 0x8}
+    points = [(t + 0.5, 500.0 if t in slow or t == 27 else 740.0) for t in range(30)]
+    samples = [{"t_s": t + 0.5, "sm_clock_mhz": 1100.0 if t == 27 else 1470.0, "power_w": 699.0,
+                "reasons": 0x1 | slow.get(t, 0)} for t in range(30)]
+    s = settle(points, [], samples, duration, windows=windows, names_of=names_of)
+    th = s["throttle"]
+    assert (th["reps"], th["flagged"], th["discarded"]) == (10, 3, 3)
+    assert th["by_reason"] == {"hw_slowdown": 2, "low_clock": 1}
+    assert s["value"] == 740.0  # the median of the 7 clean calls
+    # Throttled throughout (every call under hw_slowdown): nothing is left out; that is what it sustains.
+    hot = [dict(x, reasons=0x9) for x in samples]
+    s = settle(points, [], hot, duration, windows=windows, names_of=names_of)
+    assert s["throttle"]["flagged"] == 10 and s["throttle"]["discarded"] == 0
+    # Without call windows nothing can be placed: no report, the plain median.
+    assert settle(points, [], samples, duration)["throttle"] is None
+
+
+def test_the_sustained_window_shrinks_to_fit_the_budget():
+    fit = cal_run._fit_window
+    # An H200: ~25 s of burst leaves 275 s; 8 units x (25 + 3) + 10 = 234 s: the default fits as is.
+    assert fit(25.0, 275.0, 8) == 25.0
+    # A slow burst (100 s) leaves 200 s: (200 - 10) / 8 - 3 = 20.75 s each.
+    assert fit(25.0, 200.0, 8) == pytest.approx(20.8, abs=0.05)
+    # Never below 10 s (too short to tell settled from falling), and never above what was asked.
+    assert fit(25.0, 50.0, 8) == cal_run.MIN_SUSTAINED_S and fit(5.0, 50.0, 8) == 5.0
+    # The default fits the budget with the burst phase an H200 takes (~30 s) and room to spare.
+    units = len(cal_run.SUSTAINED_FAMILIES)
+    assert 30 + units * (cal_run.DEFAULT_SUSTAINED_S + 3) + 10 <= cal_run.FULL_BUDGET_S
+
+
+def test_a_budget_is_recorded_and_a_run_over_it_is_warned_about(fake_gpu, cache):
+    cal = fake_gpu["calibrate"](0, sustained_s=0.2, budget_s=0.05, families=("hbm", "fp32"))
+    assert cal["timing"]["budget_s"] == 0.05 and cal["timing"]["within_budget"] is False
+    assert any("over its 0.05 s budget" in w for w in cal["warnings"])
+    quick = fake_gpu["calibrate"](0, quick=True)
+    assert quick["timing"]["budget_s"] == cal_run.QUICK_BUDGET_S and quick["timing"]["within_budget"] is True
+    assert quick["timing"]["sustained_s"] == 0 and quick["timing"]["sustained_window_s"] is None

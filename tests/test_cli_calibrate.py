@@ -190,7 +190,7 @@ def test_full_run_json_no_cache_no_progress(fake_gpu, cache, capsys):
     assert main(["calibrate", "--sustained", "0.3", "--json", "--no-cache", "--no-progress"]) == 0
     captured = capsys.readouterr()
     cal = json.loads(captured.out)
-    assert cal["mode"] == "full" and set(cal["sustained"]["entries"]) == {"hbm", "fp32", "bf16"}
+    assert cal["mode"] == "full" and set(cal["sustained"]["entries"]) == {"hbm", "fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8"}
     assert captured.err == ""
     assert not cache.exists()
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from roofline_ext.peaks.mix import envelope_points, mix_bandwidth, parse_ratio, read_fraction
+from roofline_ext.peaks.mix import (INTERPOLATION, envelope_points, mix_bandwidth, mix_roof, parse_ratio,
+                                    ratio_label, read_fraction)
 
 from roofline_ext.measure import bandwidth as bw
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,10 +32,33 @@ def test_measured_ratios_return_their_points():
     assert mix_bandwidth(ENVELOPE, 8, 2) == 4.45 and mix_bandwidth(ENVELOPE, 1, 2) == 4.45
 
 
-def test_between_points_it_is_linear_in_the_read_fraction():
-    # 3:1 is a read fraction of 0.75, between 2:1 (0.667) and 4:1 (0.8).
-    f0, f1, f = 2 / 3, 0.8, 0.75
-    assert mix_bandwidth(ENVELOPE, 3, 1) == pytest.approx(4.40 + (4.45 - 4.40) * (f - f0) / (f1 - f0))
+def test_between_points_it_is_linear_in_time_per_byte():
+    # 3:1 is a read fraction of 0.75, between 2:1 (0.667) and 4:1 (0.8); by hand, the share of the
+    # bytes moved at 4:1 is w = (0.75 - 2/3) / (0.8 - 2/3) = 0.625, the rest at 2:1.
+    w = (0.75 - 2 / 3) / (0.8 - 2 / 3)
+    expected = 1 / ((1 - w) / 4.40 + w / 4.45)
+    assert mix_bandwidth(ENVELOPE, 3, 1) == pytest.approx(expected, rel=1e-12)
+    # Time-sharing the two measured kernels reaches exactly this: the bytes moved at each ratio
+    # make the task's ratio, and their times add up.
+    total = 4.0
+    b0, b1 = total * (1 - w), total * w  # bytes at 2:1 and at 4:1
+    reads = b0 * 2 / 3 + b1 * 0.8
+    assert reads / total == pytest.approx(0.75)
+    assert total / (b0 / 4.40 + b1 / 4.45) == pytest.approx(expected)
+    # Never above linear-in-bandwidth interpolation (a harmonic mean is at most the arithmetic one).
+    assert expected <= 4.40 + (4.45 - 4.40) * w
+
+
+def test_mix_roof_says_which_points_and_which_rule():
+    m = mix_roof(ENVELOPE, 3, 1)
+    assert (m.ratio, m.rule, dict(m.points)) == ("3:1", "interpolated", {"2:1": 4.40, "4:1": 4.45})
+    assert m.to_dict()["interpolation"] == INTERPOLATION
+    assert mix_roof(ENVELOPE, 5, 5).to_dict() == {"ratio": "1:1", "read_fraction": 0.5, "tbps": 4.30,
+                                                  "rule": "point", "points": {"1:1": 4.30},
+                                                  "interpolation": None}
+    end = mix_roof({"2:1": 4.4, "1:1": 4.3}, 1, 0)
+    assert (end.rule, dict(end.points), end.tbps) == ("end", {"2:1": 4.4}, 4.4)
+    assert [ratio_label(*rw) for rw in ((1, 0), (0, 2), (6, 2), (2, 5))] == ["1:0", "0:1", "3:1", "1:2.5"]
 
 
 def test_interpolation_is_monotone_between_neighbours_and_never_leaves_them():

@@ -175,3 +175,102 @@ def test_task_chart_with_measured_peaks_given_directly(tmp_path):
     text = plot.plot_task(analysis_result(), tmp_path / "t.svg", calibration=None).read_text()
     # No cache here: the two measured peaks the analysis used are drawn.
     assert "FP16/BF16: 949 measured" in text and "HBM 4.31 TB/s measured" in text
+
+
+# --- the hierarchical chart from recorded H200 results ----------------------------------------------
+
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+
+
+def recorded_h200() -> dict:
+    """The full H200 calibration of 2026-11-30 with the mix envelope, the L2 plateaus and shared
+    memory of the 2026-12-01 runs on the same H200 model (benchmarks/results), as a full
+    calibration of this version holds them: every number is a recorded measurement."""
+    cal = json.loads((RESULTS / "calibration-full-h200-2026-11-30.json").read_text())
+    mix = json.loads((RESULTS / "bandwidth-mix-h200-2026-12-01.json").read_text())
+    l2 = json.loads((RESULTS / "l2-curve-h200-2026-12-01.json").read_text())
+    smem = json.loads((RESULTS / "smem-h200-2026-12-01.json").read_text())
+    e = cal["burst"]["entries"]
+    e["hbm_mix"] = {"points": mix["envelope"]}
+    e["l2"]["near_plateau"], e["l2"]["far_plateau"] = l2["near"], l2["far"]
+    e["smem"] = {"value": smem["tbps_median"], "clock_derived": smem["ceiling_tbps"]}
+    return cal
+
+
+def _lines(fig) -> dict:
+    out = {}
+    for ax in [a for top in fig.axes for a in (top, *top.child_axes)]:  # the inset is a child axes
+        for line in ax.get_lines():
+            if line.get_gid():
+                out[line.get_gid()] = (list(line.get_xdata()), list(line.get_ydata()))
+    return out
+
+
+def test_hierarchical_chart_roofs_equal_the_recorded_json(tmp_path):
+    cal = recorded_h200()
+    roofs = plot.calibration_roofs(cal)
+    fig = plot.roofline_figure(title="t", **roofs)
+    lines = _lines(fig)
+    burst, sheet, sus = cal["peaks"]["burst"], cal["datasheet"]["peaks"], cal["peaks"]["sustained"]
+    e = cal["burst"]["entries"]
+    # Memory slopes: y = bandwidth x intensity, so y / x is the roof in TB/s (TFLOP/s per FLOP/B).
+    expect_slopes = {
+        "roof:hbm:measured": burst["bandwidth_tbps"], "roof:hbm:datasheet": sheet["bandwidth_tbps"],
+        "roof:hbm:sustained": sus["bandwidth_tbps"],
+        "roof:hbm_mix:min": min(e["hbm_mix"]["points"].values()),
+        "roof:hbm_mix:max": max(e["hbm_mix"]["points"].values()),
+        "roof:l2_near:measured": e["l2"]["near_plateau"]["tbps"],
+        "roof:l2_far:measured": e["l2"]["far_plateau"]["tbps"],
+        "roof:smem:measured": e["smem"]["value"], "roof:smem:reference": e["smem"]["clock_derived"],
+    }
+    for gid, tbps in expect_slopes.items():
+        xs, ys = lines[gid]
+        assert ys[0] / xs[0] == pytest.approx(tbps, rel=1e-12), gid
+        assert ys[-1] / xs[-1] == pytest.approx(tbps, rel=1e-12), gid
+    # The single L2 plateau is not drawn beside its two plateaus.
+    assert "roof:l2:measured" not in lines
+    # Every compute unit, measured and datasheet: horizontal at the JSON's figure.
+    for gid, value in {"roof:fp64:measured": burst["fp64"], "roof:fp64:datasheet": sheet["fp64"],
+                       "roof:fp32:measured": burst["fp32"], "roof:fp32:sustained": sus["fp32"],
+                       "roof:tf32:measured": burst["tf32"], "roof:tf32:datasheet": sheet["tf32"],
+                       "roof:fp16/bf16:measured": max(burst["fp16"], burst["bf16"]),
+                       "roof:fp16/bf16:sustained": sus["bf16"],
+                       "roof:fp8:measured": burst["fp8"], "roof:fp8:datasheet": sheet["fp8"],
+                       "roof:int8:measured": burst["int8"], "roof:int8:datasheet": sheet["int8"]}.items():
+        assert set(lines[gid][1]) == {value}, gid
+    # The inset: every envelope point at its read fraction, and the datasheet line.
+    xs, ys = lines["mix:points"]
+    assert sorted(zip(xs, ys)) == sorted((r / (r + w), v) for (r, w), v in
+                                         (((float(k.split(":")[0]), float(k.split(":")[1])), v)
+                                          for k, v in e["hbm_mix"]["points"].items()))
+    assert set(lines["mix:datasheet"][1]) == {sheet["bandwidth_tbps"]}
+    # And it renders, as PNG and as SVG with the numbers as text.
+    assert png_size(plot.plot_calibration(cal, tmp_path / "h200.png")) == (1575, 1020)
+    import matplotlib
+
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        text = plot.plot_calibration(cal, tmp_path / "h200.svg").read_text()
+    for label in ("L2 near 18.3 TB/s measured", "L2 far 9.12 TB/s measured",
+                  "shared memory 33.2 TB/s measured (SMs x 128 B/clock 33.5)", "read:write mix 4.19-4.70",
+                  "FP64: 33.2 measured", "INT8 (TOP/s): 1935 measured, 1979 datasheet"):
+        assert label in text, label
+
+
+def test_chart_without_a_sweep_or_plateaus_keeps_the_single_l2_slope():
+    cal = example()  # the hand-made fixture: no hbm_mix, no plateaus, no shared memory
+    roofs = plot.calibration_roofs(cal)
+    assert roofs["levels"] == [] and roofs["mix"] is None
+    lines = _lines(plot.roofline_figure(title="t", **roofs))
+    xs, ys = lines["roof:l2:measured"]
+    assert ys[0] / xs[0] == pytest.approx(cal["peaks"]["burst"]["l2_bandwidth_tbps"])
+    assert not any(g.startswith(("roof:hbm_mix", "mix:", "roof:smem")) for g in lines)
+
+
+def test_report_page_embeds_the_hierarchical_chart(tmp_path):
+    from roofline_ext.report.html import build_report
+
+    src = tmp_path / "cal.json"
+    src.write_text(json.dumps(recorded_h200()))
+    out, _ = build_report([src], tmp_path / "report.html")
+    page = out.read_text()
+    assert "L2 near 18.3 TB/s measured" in page and "HBM TB/s by read:write mix" in page

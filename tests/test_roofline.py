@@ -390,3 +390,126 @@ def test_public_functions_have_docstrings():
     roofline_module = importlib.import_module("roofline_ext.model.floors")
     for obj in (roofline_module, roofline, describe, floor, compute_unit_for_dtype):
         assert obj.__doc__ and len(obj.__doc__.strip()) > 40
+
+
+# --- the measured memory roof at the task's read:write ratio ---------------------------------------
+
+# The shape an H200 showed on 2026-12-01 (benchmarks/results/bandwidth-mix-h200-2026-12-01.json,
+# rounded): read and write alone near 4.6-4.7 TB/s, a copy at 4.32.
+H200_MIX = {"1:0": 4.61, "4:1": 4.44, "2:1": 4.42, "1:1": 4.32, "1:2": 4.19, "0:1": 4.70}
+
+
+def _measured_with_mix(mix=H200_MIX, note=None):
+    from roofline_ext.peaks.measured import MeasuredPeaks
+
+    return MeasuredPeaks(peaks={"bandwidth_tbps": 4.70, "tf32": 480.0, "fp32": 65.0}, mix=mix, mix_note=note)
+
+
+def test_element_wise_task_gets_the_copy_like_roof():
+    # ReLU of 2^28 float32: reads 1 GiB, writes 1 GiB, 2^28 SIMT FLOPs (memory-bound by far).
+    n = 1 << 28
+    r = roofline(0, 8 * n, "float32", "H200", None, simt_flops=n, measured=_measured_with_mix(),
+                 read_bytes=4 * n, write_bytes=4 * n)
+    m = r["roofs"]["measured"]
+    assert m["bandwidth_tbps"] == 4.32
+    assert m["t_memory_ms"] == pytest.approx(8 * n / 4.32e12 * 1e3)  # 0.4971 ms by hand
+    assert m["bandwidth_mix"] == {"source": "hbm_mix", "ratio": "1:1", "read_fraction": 0.5,
+                                  "read_bytes": 4.0 * n, "write_bytes": 4.0 * n, "tbps": 4.32, "rule": "point",
+                                  "points": {"1:1": 4.32}, "interpolation": None, "note": None}
+    # The datasheet roof stays as printed: 4.8 TB/s at every ratio, and says nothing of a mix.
+    assert r["roofs"]["datasheet"]["bandwidth_tbps"] == 4.8
+    assert r["roofs"]["datasheet"]["bandwidth_mix"] is None
+
+
+def test_reduction_gets_the_read_roof():
+    # sum over 2^30 float32 to one float: 4 GiB read, 4 bytes written; the read fraction is
+    # 1 - 1e-9, between 4:1 (0.8) and 1:0: by hand w = (f - 0.8) / 0.2, 1 / ((1-w)/4.44 + w/4.61).
+    reads, writes = 4.0 * (1 << 30), 4.0
+    f = reads / (reads + writes)
+    w = (f - 0.8) / 0.2
+    expected = 1 / ((1 - w) / 4.44 + w / 4.61)
+    r = roofline(0, reads + writes, "float32", "H200", None, simt_flops=reads / 4,
+                 measured=_measured_with_mix(), read_bytes=reads, write_bytes=writes)
+    m = r["roofs"]["measured"]
+    assert m["bandwidth_tbps"] == pytest.approx(expected, rel=1e-12)
+    assert m["bandwidth_tbps"] == pytest.approx(4.61, rel=1e-8)  # the read roof, for all purposes
+    assert m["bandwidth_mix"]["rule"] == "interpolated"
+    assert m["bandwidth_mix"]["points"] == {"4:1": 4.44, "1:0": 4.61}
+    assert m["bandwidth_mix"]["ratio"] == "1.07e+09:1"
+
+
+def test_write_only_task_gets_the_write_roof_and_a_fill_like_mix_interpolates():
+    r = roofline(0, 1e9, "float32", "H200", None, measured=_measured_with_mix(), read_bytes=0, write_bytes=1e9)
+    assert r["roofs"]["measured"]["bandwidth_tbps"] == 4.70
+    # 1:5 lies between 1:2 (4.19) and write-only (4.70), never outside them.
+    r = roofline(0, 6e9, "float32", "H200", None, measured=_measured_with_mix(), read_bytes=1e9, write_bytes=5e9)
+    bw = r["roofs"]["measured"]["bandwidth_tbps"]
+    w = (1 / 6 - 0) / (1 / 3)  # from write-only (f = 0) towards 1:2 (f = 1/3)
+    assert bw == pytest.approx(1 / ((1 - w) / 4.70 + w / 4.19)) and 4.19 < bw < 4.70
+
+
+def test_without_a_sweep_the_single_measured_figure_is_used_and_said():
+    r = roofline(0, 2e9, "float32", "H200", None, measured={"bandwidth_tbps": 4.61, "tf32": 480.0},
+                 read_bytes=1e9, write_bytes=1e9)
+    m = r["roofs"]["measured"]
+    assert m["bandwidth_tbps"] == 4.61
+    info = m["bandwidth_mix"]
+    assert info["source"] == "bandwidth_tbps" and info["ratio"] == "1:1" and info["tbps"] == 4.61
+    assert "no read:write sweep" in info["note"] and info["points"] is None
+
+
+def test_without_a_split_the_single_measured_figure_is_used_and_said():
+    r = roofline(0, 2e9, "float32", "H200", None, measured=_measured_with_mix())
+    info = r["roofs"]["measured"]["bandwidth_mix"]
+    assert r["roofs"]["measured"]["bandwidth_tbps"] == 4.70
+    assert info["source"] == "bandwidth_tbps" and "no read:write split" in info["note"]
+
+
+def test_a_plain_mapping_may_carry_the_envelope_and_a_bad_one_is_refused():
+    measured = {"bandwidth_tbps": 4.7, "tf32": 480.0, "hbm_mix": {"points": {"1:1": 4.3, "1:0": 4.6}}}
+    r = roofline(0, 3e9, "float32", "H200", None, measured=measured, read_bytes=2e9, write_bytes=1e9)
+    # 2:1 (f = 2/3) between 1:1 and 1:0: w = (2/3 - 1/2) / (1/2) = 1/3.
+    assert r["roofs"]["measured"]["bandwidth_tbps"] == pytest.approx(1 / ((2 / 3) / 4.3 + (1 / 3) / 4.6))
+    with pytest.raises(UserError, match="hbm_mix"):
+        roofline(0, 3e9, "float32", "H200", None, measured={"bandwidth_tbps": 4.7, "hbm_mix": {"x": 1.0}},
+                 read_bytes=1, write_bytes=1)
+    with pytest.raises(UserError, match="hbm_mix has no"):
+        roofline(0, 3e9, "float32", "H200", None, measured={"bandwidth_tbps": 4.7, "hbm_mix": {"1:1": -1}})
+    with pytest.raises(UserError, match="read_bytes"):
+        roofline(0, 3e9, "float32", "H200", None, measured=measured, read_bytes=-1, write_bytes=1)
+
+
+def test_compute_bound_tasks_and_seed_keys_are_unchanged_by_the_mix():
+    # A 4096^3 TF32 GEMM: the mix changes only the memory term, never the compute floor.
+    flops, nbytes = 2 * 4096 ** 3, 3 * 4 * 4096 ** 2
+    plain = roofline(flops, nbytes, "float32", "H200", 1.0, measured={"bandwidth_tbps": 4.7, "tf32": 480.0})
+    mixed = roofline(flops, nbytes, "float32", "H200", 1.0, measured=_measured_with_mix(),
+                     read_bytes=2 * 4 * 4096 ** 2, write_bytes=4 * 4096 ** 2)
+    assert mixed["roofs"]["measured"]["t_min_ms"] == plain["roofs"]["measured"]["t_min_ms"]
+    assert set(plain) == set(mixed) and SEED_KEYS <= set(mixed)
+    assert set(plain["roofs"]["measured"]) == set(mixed["roofs"]["measured"]) >= ROOF_KEYS | {"bandwidth_mix"}
+
+
+def test_cached_calibration_hands_its_envelope_to_the_measured_roof():
+    import json
+    from pathlib import Path
+
+    from roofline_ext.peaks.cache import measured_peaks_of
+
+    cal = json.loads((Path(__file__).parent / "data" / "calibration-h200-example.json").read_text())
+    cal["burst"]["entries"]["hbm_mix"] = {"points": dict(H200_MIX, **{"9:0": 99.0})}  # 99: above the ceiling
+    burst = measured_peaks_of(cal, "burst")
+    assert dict(burst.mix) == H200_MIX and burst.mix_note is None
+    r = roofline(0, 2e9, "float32", "H200", None, measured=burst, read_bytes=1e9, write_bytes=1e9)
+    assert r["roofs"]["measured"]["bandwidth_tbps"] == 4.32
+    # Sustained: the burst envelope scaled by the sustained/burst ratio of the pattern it ran.
+    cal["sustained"]["entries"]["hbm"]["ratio_to_burst"] = 0.99
+    cal["sustained"]["entries"]["hbm"]["path"] = "copy"
+    sus = measured_peaks_of(cal, "sustained")
+    assert sus.mix["1:1"] == pytest.approx(4.32 * 0.99) and "0.990" in sus.mix_note and "copy" in sus.mix_note
+    r = roofline(0, 2e9, "float32", "H200", None, measured=sus, read_bytes=1e9, write_bytes=1e9)
+    assert r["roofs"]["measured"]["bandwidth_tbps"] == pytest.approx(4.32 * 0.99)
+    assert r["roofs"]["measured"]["bandwidth_mix"]["note"] == sus.mix_note
+    # A quick calibration has no sweep.
+    del cal["burst"]["entries"]["hbm_mix"]
+    assert measured_peaks_of(cal, "burst").mix is None

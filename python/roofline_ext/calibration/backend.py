@@ -35,6 +35,9 @@ class Backend(Protocol):
     # Optional (calibration/run.py skips the entry for a backend without it): shared memory.
     def measure_smem(self, device: int, *, quick: bool) -> Any: ...
     def sustained_runner(self, device: int, family: str, burst: Mapping[str, Any], dev: Any) -> Callable[[int], Any]: ...
+    # Optional: a telemetry sample's clock-event bitmask as names, for flagging throttled sustained
+    # calls (without it, only low clocks flag).
+    def reason_names(self, mask: int) -> list[str]: ...
 
 
 class NativeBackend:
@@ -67,6 +70,12 @@ class NativeBackend:
 
     def sampling(self, device: int) -> ContextManager[Any]:
         return sampling(device)
+
+    def reason_names(self, mask: int) -> list[str]:
+        """NVML's clock-event bitmask as the core names it (``sw_power_cap``, ``hw_slowdown``, ...)."""
+        core = core_or_none()
+        names = getattr(core, "reason_names", None)
+        return list(names(int(mask))) if names is not None else []
 
     def measure_bandwidth(self, device: int, *, quick: bool,
                           progress: Callable[[float, float, str], None] | None = None) -> Any:

@@ -53,11 +53,23 @@ __all__ = ["calibrate", "DEFAULT_SUSTAINED_S", "SUSTAINED_FAMILIES", "QUICK_PREC
 QUICK_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 #: What a full calibration measures in its burst phase.
 FULL_PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
-#: Unit families of the sustained phase: the memory system, the SIMT pipes, the tensor cores. BF16
-#: stands for the tensor cores because it is the precision most training runs at and the one that
-#: draws the most power per SM (docs/measuring.md: 1980 -> ~1470 MHz at 700 W on an H200).
-SUSTAINED_FAMILIES = ("hbm", "fp32", "bf16")
-DEFAULT_SUSTAINED_S = 30.0
+#: What the sustained phase runs, in this order: HBM, then every unit of the burst phase. Each unit
+#: settles at its own clock and power (an H200 holds ~1935 MHz on FP32 but ~1470 MHz on BF16 at
+#: 700 W), so one unit cannot stand for its family; a unit the card lacks is skipped with the reason.
+SUSTAINED_FAMILIES = ("hbm", "fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+#: Seconds each unit runs back to back (``--sustained``): the last third (~8 s, 4 calls of ~2 s) is
+#: the figure, the middle third the settling check.
+DEFAULT_SUSTAINED_S = 25.0
+#: Wall-clock budgets (issue 17): a full calibration (burst + sustained for every unit) in 5
+#: minutes, a quick one in 5 seconds, on an H200. With ``budget_s`` set, the sustained window
+#: shrinks (never below MIN_SUSTAINED_S) so that the whole run fits; the JSON records each phase.
+FULL_BUDGET_S = 300.0
+QUICK_BUDGET_S = 5.0
+MIN_SUSTAINED_S = 10.0
+# What one sustained unit costs beyond its window: its last call overshoots the window by up to
+# one call (~2 s), and the first call sets up the buffers; plus what follows the phase.
+_SUSTAIN_OVERHEAD_S = 3.0
+_END_MARGIN_S = 10.0
 #: Entries beside the roofs of ENTRY_KEYS: measured and cached, but not (yet) peaks the model reads.
 EXTRA_ENTRY_KEYS = ("hbm_mix", "smem")
 
@@ -95,6 +107,16 @@ class _Steps:
         yield update
         self.done += weight
         self.report(description)
+
+
+@contextlib.contextmanager
+def _timed(phases: dict[str, float], key: str) -> Iterator[None]:
+    """Adds the block's wall seconds to ``phases[key]`` (the calibration's ``timing.phases_s``)."""
+    t0 = time.monotonic()
+    try:
+        yield
+    finally:
+        phases[key] = round(phases.get(key, 0.0) + time.monotonic() - t0, 3)
 
 
 def _state(backend: Backend, dev: Any) -> dict[str, Any]:
@@ -320,12 +342,15 @@ class _Run:
     raw: dict[str, Any] = field(default_factory=lambda: {"bandwidth": None, "compute": {}})
     trust: list[str] = field(default_factory=list)
     hostlink: dict[str, Any] | None = None
+    # Wall seconds per phase (``timing.phases_s``).
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFAULT_SUSTAINED_S,
               progress: Callable[[float, float, str], None] | None = None,
               families: Sequence[str] = SUSTAINED_FAMILIES,
-              precisions: Sequence[str] | None = None, backend: Backend | None = None) -> dict[str, Any]:
+              precisions: Sequence[str] | None = None, backend: Backend | None = None,
+              budget_s: float | None = None, clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
     """Measure GPU ``device`` (CUDA index) and return the calibration as a JSON-ready dict.
 
     ``quick``: HBM bandwidth and FP32/TF32/FP16/BF16 only, no L2, no sustained phase (seconds).
@@ -333,12 +358,16 @@ def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFA
     measured precision) run for ``sustained_s`` seconds (0 skips the phase). ``progress`` is called
     as ``progress(done, total, description)`` with rough seconds as units. ``precisions`` overrides
     the list of precisions measured. ``backend`` does the measuring (default: the native core;
-    tests pass a fake). Raises ``GpuUnavailableError`` when the device cannot be measured,
-    ``UserError`` for a bad index. Nothing is cached here: ``peaks.cache.save()`` does that.
+    tests pass a fake). ``budget_s``: the wall seconds the whole calibration should fit in
+    (``FULL_BUDGET_S`` is the CLI's default); the sustained window then shrinks, if the burst phase
+    left too little time, to fit (never below ``MIN_SUSTAINED_S``); None runs ``sustained_s`` as
+    asked. ``timing`` in the result records each phase's wall seconds, the totals and the budget.
+    Raises ``GpuUnavailableError`` when the device cannot be measured, ``UserError`` for a bad
+    index. Nothing is cached here: ``peaks.cache.save()`` does that.
     """
     backend = backend or NativeBackend()
+    t_start = clock()
     avail = backend.require(device)
-    t_start = time.monotonic()
     dev = backend.device(device)
     state = _state(backend, dev)
     precs = tuple(precisions) if precisions else (QUICK_PRECISIONS if quick else FULL_PRECISIONS)
@@ -352,20 +381,47 @@ def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFA
     run = _Run(backend, device, dev, lookup(dev.name), quick,
                _Steps(progress, total, prefix=f"{'quick' if quick else 'full'} calibration: "), weights)
     run.trust = start_warnings(dev, state)
+    run.phases["setup"] = round(clock() - t_start, 3)
+    t_burst = clock()
     _burst(run, precs)
-    sustained = _sustained_phase(run, families, float(sustained_s)) if families else None
+    burst_s = clock() - t_burst
+    window = float(sustained_s)
+    if families and budget_s is not None:
+        window = _fit_window(window, budget_s - (clock() - t_start), len(families))
+    t_sus = clock()
+    sustained = _sustained_phase(run, families, window) if families else None
+    sustained_wall = clock() - t_sus if families else 0.0
+    if sustained is not None:
+        sustained["requested_s"] = float(sustained_s)
     end_state = _state(backend, dev)
-    run.trust += _end_warnings(run, state, end_state, sustained, float(sustained_s))
+    run.trust += _end_warnings(run, state, end_state, sustained, window)
     cal = _document(run, avail, state, end_state, sustained)
-    cal["wall_s"] = round(time.monotonic() - t_start, 2)
+    total = clock() - t_start
+    cal["wall_s"] = round(total, 2)
+    limit = budget_s if budget_s is not None else (QUICK_BUDGET_S if quick else None)
+    cal["timing"] = {"phases_s": dict(run.phases), "burst_s": round(burst_s, 3),
+                     "sustained_s": round(sustained_wall, 3), "sustained_window_s": window if families else None,
+                     "total_s": round(total, 3), "budget_s": limit,
+                     "within_budget": None if limit is None else total <= limit}
+    if limit is not None and total > limit:
+        cal["warnings"].append(f"the {cal['mode']} calibration took {total:.1f} s, over its {limit:g} s budget")
     # Round-trip through JSON now, so that what calibrate() returns is exactly what save() writes;
     # a stray NaN/inf deep in a raw result becomes null instead of failing minutes of measuring.
     return _finite(json.loads(json.dumps(cal, default=_json_default)))
 
 
+def _fit_window(requested: float, left_s: float, units: int) -> float:
+    """The sustained window per unit that fits ``units`` units into ``left_s`` seconds, each costing
+    its window plus ``_SUSTAIN_OVERHEAD_S``, with ``_END_MARGIN_S`` to spare; never more than asked,
+    never below ``MIN_SUSTAINED_S`` (a shorter window cannot tell settled from still falling)."""
+    fits = (left_s - _END_MARGIN_S) / max(units, 1) - _SUSTAIN_OVERHEAD_S
+    return round(max(min(requested, fits), min(requested, MIN_SUSTAINED_S)), 1)
+
+
 def _burst(run: _Run, precs: Sequence[str]) -> None:
     """HBM (and L2) bandwidth, then every precision: each entry is what the measurement layer reports."""
-    with run.steps.step("HBM bandwidth" + ("" if run.quick else " and L2"), run.weights["bw"]) as update:
+    what = "HBM bandwidth" + ("" if run.quick else ", L2 curve and read:write mix")
+    with run.steps.step(what, run.weights["bw"]) as update, _timed(run.phases, "bandwidth"):
         bw = run.backend.measure_bandwidth(run.device, quick=run.quick,
                                            progress=lambda done, of, what: update(done / of if of else 0.0, what))
     run.raw["bandwidth"] = bw
@@ -374,7 +430,8 @@ def _burst(run: _Run, precs: Sequence[str]) -> None:
         _smem(run)
     _hostlink(run)
     for prec in precs:
-        with run.steps.step(f"{short_label(prec)} throughput", run.weights["prec"]) as update:
+        with run.steps.step(f"{short_label(prec)} throughput", run.weights["prec"]) as update, \
+                _timed(run.phases, prec):
             # update is bound as a default: a closure would see the next precision's step (B023).
             def on_line(line: str, update: Callable[..., None] = update) -> None:
                 update(0.0, line)
@@ -391,7 +448,7 @@ def _smem(run: _Run) -> None:
     measure = getattr(run.backend, "measure_smem", None)
     if measure is None:
         return
-    with run.steps.step("shared-memory bandwidth", run.weights["smem"]):
+    with run.steps.step("shared-memory bandwidth", run.weights["smem"]), _timed(run.phases, "smem"):
         r = measure(run.device, quick=run.quick)
     run.raw["smem"] = r
     run.entries["smem"] = _smem_entry(r)
@@ -414,7 +471,7 @@ def _hostlink(run: _Run) -> None:
     measure = getattr(run.backend, "measure_hostlink", None)
     if measure is None:
         return
-    with run.steps.step("host-link bandwidth", run.weights["link"]):
+    with run.steps.step("host-link bandwidth", run.weights["link"]), _timed(run.phases, "hostlink"):
         link = measure(run.device, quick=run.quick)
     run.hostlink = hostlink_entries(link)
     run.trust += [f"host link: {w}" for w in link.warnings]
@@ -431,9 +488,11 @@ def _sustained_phase(run: _Run, families: Sequence[str], seconds: float) -> dict
             continue
         if fam == "hbm":
             burst = _hbm_for_sustain(burst)
-        with run.steps.step(f"sustained {short_label(fam)} for {seconds:g} s", run.weights["sus"]) as part:
+        with run.steps.step(f"sustained {short_label(fam)} for {seconds:g} s", run.weights["sus"]) as part, \
+                _timed(run.phases, f"sustained_{fam}"):
             run_once = run.backend.sustained_runner(run.device, fam, burst, run.dev)
-            s = sustain(run_once, seconds, run.backend.sampling(run.device), part)
+            s = sustain(run_once, seconds, run.backend.sampling(run.device), part,
+                        names_of=getattr(run.backend, "reason_names", None))
         s.update(_sustained_fractions(fam, s, burst, run.dev))
         sustained["entries"][fam] = s
     return sustained

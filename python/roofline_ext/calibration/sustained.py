@@ -1,6 +1,14 @@
 """The sustained phase: one unit family run back to back for a window, the figure taken once clocks
 settle. The loop (:func:`sustain`) takes the call to repeat, a telemetry sampler and a clock, so
 tests drive it with fakes; the arithmetic (:func:`settle`) is a pure function of the samples.
+
+Throttled calls are flagged as nvbench flags throttled samples (``measure/throttle.py``): a call of
+the figure's window (the last third) is flagged when the NVML samples during it carry a slowdown
+reason other than the power cap (a unit at full tilt on a 700 W part runs at its power cap: that
+is the sustained state being measured, not a disturbance of it), or an SM clock below 90% of the
+window's median. Flagged calls are left out of the figure while at least half of the window
+remains; a window throttled throughout keeps them all, since then throttling *is* what the card
+sustains. ``throttle`` says how many were flagged, why, and how many were left out.
 """
 from __future__ import annotations
 
@@ -9,6 +17,7 @@ import time
 from typing import Any, Callable, ContextManager, Mapping, Sequence
 
 from ..device.telemetry import summarize
+from ..measure.throttle import flag_reps, kept_times, report as throttle_report
 
 # Settling: the sustained figure is the median over the last third of the window; the run counts
 # as settled when that third's SM clock and figure are within this of the middle third's.
@@ -16,6 +25,8 @@ _SETTLE_TOLERANCE = 0.02
 # Each sustained call is sized to last about this long, so gaps between calls (allocation, filling,
 # verification) are a small part of the window and the card never gets time to cool.
 _SUSTAINED_CALL_S = 2.0
+#: Slowdown reasons that do not flag a sustained call: the power cap is the sustained regime itself.
+SUSTAINED_ALLOWED_REASONS = ("sw_power_cap",)
 
 
 def median_of(stat: Any) -> float | None:
@@ -26,17 +37,21 @@ def median_of(stat: Any) -> float | None:
 
 
 def sustain(run_once: Callable[[int], Any], seconds: float, sampler: ContextManager[Any],
-            report: Callable[[float], None], clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+            report: Callable[[float], None], clock: Callable[[], float] = time.monotonic, *,
+            names_of: Callable[[int], Sequence[str]] | None = None) -> dict[str, Any]:
     """Run ``run_once(reps)`` back to back for ``seconds`` under one telemetry sampler.
 
     ``run_once`` returns the figure, or ``(figure, kernel_clock_mhz)`` when the kernel counts its own
     clock (the compute kernels do: under tensor load it reads ~9% below NVML's SM clock).
 
     Returns the sustained figure (median over the last third of the window, once clocks had time
-    to settle), the telemetry of that third, whether it had settled (last third within 2% of the
-    middle third in both SM clock and figure) and the timelines for anyone who wants to look.
+    to settle, throttled calls left out as the module says), the telemetry of that third, whether
+    it had settled (last third within 2% of the middle third in both SM clock and figure) and the
+    timelines for anyone who wants to look. ``names_of`` turns a sample's reason bitmask into
+    names (the core's ``reason_names``); without it no call is flagged by reason.
     """
     points: list[tuple[float, float]] = []  # (mid-time of the call, figure)
+    windows: list[tuple[float, float]] = []  # (start, end) of each call, seconds since t_begin
     kernel_clocks: list[tuple[float, float]] = []  # (mid-time, clock the kernel counted)
     reps = 4
     with sampler as tel:
@@ -46,6 +61,7 @@ def sustain(run_once: Callable[[int], Any], seconds: float, sampler: ContextMana
             value = run_once(reps)
             t_end = clock()
             t_mid = (t_call + t_end) / 2 - t_begin
+            windows.append((t_call - t_begin, t_end - t_begin))
             if isinstance(value, tuple):
                 value, kclock = value
                 if kclock:
@@ -59,17 +75,22 @@ def sustain(run_once: Callable[[int], Any], seconds: float, sampler: ContextMana
             if t_end - t_begin >= seconds:
                 break
     duration = clock() - t_begin
-    return settle(points, kernel_clocks, tel.samples, duration, tel.error)
+    return settle(points, kernel_clocks, tel.samples, duration, tel.error, windows=windows, names_of=names_of)
 
 
 def settle(points: Sequence[tuple[float, float]], kernel_clocks: Sequence[tuple[float, float]],
-           samples: Sequence[Mapping[str, Any]], duration: float, telemetry_error: str | None = None) -> dict[str, Any]:
+           samples: Sequence[Mapping[str, Any]], duration: float, telemetry_error: str | None = None, *,
+           windows: Sequence[tuple[float, float]] | None = None,
+           names_of: Callable[[int], Sequence[str]] | None = None,
+           allowed: Sequence[str] = SUSTAINED_ALLOWED_REASONS) -> dict[str, Any]:
     """The sustained figure of one window, from its calls and telemetry samples. Pure.
 
     ``points``: (mid-time of a call, figure); ``kernel_clocks``: (mid-time, clock the kernel
     counted); ``samples``: telemetry samples with ``t_s`` (seconds since the window began).
     The figure is the median over the last third of the window; the window counts as settled when
     that third's figure and SM clock are within 2% of the middle third's (None: too short to tell).
+    ``windows``: (start, end) of each call on the samples' timeline, for flagging throttled calls
+    (without them nothing is flagged); ``names_of`` and ``allowed`` as for ``measure.throttle``.
     """
 
     def window(lo: float, hi: float, at_least: int) -> Sequence[tuple[float, float]]:
@@ -83,7 +104,8 @@ def settle(points: Sequence[tuple[float, float]], kernel_clocks: Sequence[tuple[
     last_samples = [s for s in samples if s.get("t_s", 0.0) >= w_lo]
     mid_samples = [s for s in samples if duration / 3 <= s.get("t_s", 0.0) < w_lo]
     summary = summarize(last_samples) if last_samples else None
-    value = statistics.median(v for _, v in last)
+    values, throttle = _unthrottled(points, last, windows, samples, names_of, allowed)
+    value = statistics.median(values)
     last_kclocks = [c for t, c in kernel_clocks if t >= w_lo]
 
     def clock_of(ss: Sequence[Mapping[str, Any]]) -> float | None:
@@ -110,9 +132,26 @@ def settle(points: Sequence[tuple[float, float]], kernel_clocks: Sequence[tuple[
         "temperature_c": median_of((summary or {}).get("temperature_c")),
         "kernel_clock_mhz": statistics.median(last_kclocks) if last_kclocks else None,
         "throttle_reasons": (summary or {}).get("throttle_reasons", []),
+        "throttle": throttle,
         "telemetry": summary,
         "telemetry_error": telemetry_error,
         "timeline": [[round(t, 2), round(v, 4)] for t, v in points],
         "clock_timeline": [[round(s.get("t_s", 0.0), 2), s.get("sm_clock_mhz"), s.get("power_w"),
                             s.get("temperature_c")] for s in samples[::step]],
     }
+
+
+def _unthrottled(points: Sequence[tuple[float, float]], last: Sequence[tuple[float, float]],
+                 windows: Sequence[tuple[float, float]] | None, samples: Sequence[Mapping[str, Any]],
+                 names_of: Callable[[int], Sequence[str]] | None, allowed: Sequence[str]
+                 ) -> tuple[list[float], dict[str, Any] | None]:
+    """The figures of the window's calls that the median uses, and the throttle report of the
+    window (None when the calls' windows are unknown)."""
+    values = [v for _, v in last]
+    if windows is None or len(windows) != len(points):
+        return values, None
+    index = {id(p): i for i, p in enumerate(points)}
+    call_windows = [windows[index[id(p)]] for p in last]
+    flags, median = flag_reps(call_windows, samples, names_of=names_of, allowed=allowed)
+    kept = kept_times(values, flags, discard=True)
+    return kept, throttle_report(flags, median, discarded=len(values) - len(kept)).to_dict()

@@ -25,6 +25,15 @@ Compute roof by dtype (``compute_unit_for_dtype``):
 Where a part lacks the tensor unit (TF32 or BF16 on a V100, FP8 on an A100), the roof is the
 fastest unit that can do the work instead (FP32 on the CUDA cores; FP16 tensor for FP8).
 
+Memory roof by read:write mix (measured roof only): HBM reaches less on a mix of reads and writes
+than on either alone (the bus turns around between them), so when the calibration holds the
+read:write envelope (``hbm_mix``) and the caller gives the task's compulsory ``read_bytes`` (inputs
++ parameters) and ``write_bytes`` (outputs), the measured roof's bandwidth is the envelope at that
+ratio (``peaks.mix.mix_roof``: a measured point, or linear in time per byte between the two nearest
+measured ratios): an element-wise task gets the copy-like roof, a reduction the read roof. Without
+an envelope or without the split, the calibration's single HBM figure is used and the roof's
+``bandwidth_mix`` says so. The datasheet and derived roofs stay as printed: one figure.
+
 Non-tensor FLOPs (elementwise, reductions; ``simt_flops``) are counted at the FP32 CUDA-core rate
 (FP64 for float64): PyTorch and Triton compute half-precision elementwise math in FP32. A kernel doing
 packed half2 arithmetic could go faster, which matters only when such work, not memory, is the limit.
@@ -34,12 +43,14 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..peaks.datasheet import DatasheetPeaks, lookup
 from .results import Roof, RooflineResult
 from ..peaks.units import PEAK_KEYS, ROOFLINE_PEAK_KEYS, SUPPORTED_DTYPES, UNITS, dtype_text, dtype_unit
 from ..peaks.derived import DerivedPeaks, derived_peaks_for_device
+from ..peaks.mix import envelope_points, mix_roof, ratio_label, read_fraction
 from ..errors import UserError
 
 __all__ = [
@@ -50,6 +61,7 @@ __all__ = [
     "SUPPORTED_DTYPES",
     "ROOF_NAMES",
     "IMPOSSIBLE_MESSAGE",
+    "MixedRoof",
 ]
 
 #: The roofs, in the order results and sentences list them.
@@ -73,6 +85,16 @@ _COMPUTE_CHAIN = {
 
 # A fraction this far above 1 is a real violation, not floating-point noise.
 _EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class MixedRoof(Roof):
+    """A :class:`Roof` that also says which HBM figure its memory term used (``bandwidth_mix``):
+    the read:write ratio, the envelope point(s) and the rule, or why the single figure was used.
+    None on the datasheet and derived roofs, which have one bandwidth. Kept here, beside the code
+    that fills it, so that ``model/results.py`` is unchanged; its ``to_dict`` adds the one key."""
+
+    bandwidth_mix: Mapping[str, Any] | None = None
 
 
 def compute_unit_for_dtype(dtype: Any, strict_fp32: bool = False) -> str:
@@ -164,8 +186,13 @@ class _Source:
     """One set of peaks, with whether a missing unit means "the hardware lacks it"."""
 
     def __init__(self, label: str, values: Mapping[str, float | None], bandwidth: float | None,
-                 hardware: bool, clocks: Mapping[str, float | None] | None = None):
+                 hardware: bool, clocks: Mapping[str, float | None] | None = None,
+                 mix: Mapping[str, float] | None = None, mix_note: str | None = None):
         self.label = label
+        # The read:write envelope {"R:W": TB/s} of a calibration (measured roofs only), and how it
+        # was derived when it is not the burst sweep itself.
+        self.mix = mix
+        self.mix_note = mix_note
         self.values = values
         self.bandwidth = bandwidth
         # True: a None unit does not exist on the part, so falling back to a slower one is sound.
@@ -213,7 +240,27 @@ def _from_measured(measured: Any) -> _Source:
             bandwidth = value
         else:
             values[key] = value
-    return _Source("measured", values, bandwidth, False)
+    mix, note = _measured_mix(measured)
+    return _Source("measured", values, bandwidth, False, mix=mix, mix_note=note)
+
+
+def _measured_mix(measured: Mapping[str, Any]) -> tuple[Mapping[str, float] | None, str | None]:
+    """The read:write envelope handed in with measured peaks: ``MeasuredPeaks.mix`` (from the
+    cache), or an ``hbm_mix`` key of a plain mapping (the envelope, or a calibration entry with
+    ``points``). An envelope without one usable point is an error, not silently no envelope."""
+    mix = getattr(measured, "mix", None)
+    note = getattr(measured, "mix_note", None)
+    if mix is None and isinstance(measured.get("hbm_mix"), Mapping):
+        mix = measured["hbm_mix"]
+    if mix is None:
+        return None, None
+    try:
+        points = envelope_points(mix)
+    except ValueError as exc:
+        raise UserError(f"measured hbm_mix: {exc}") from None
+    if not points:
+        raise UserError("measured hbm_mix has no finite positive point")
+    return mix, note
 
 
 def _resolve(src: _Source, chain: tuple[str, ...], ref: _Source | None):
@@ -242,21 +289,64 @@ def _fraction(t_min: float, t: float | None) -> float | None:
     return t_min / t if t else None
 
 
-def _roof(src: _Source, ref: _Source | None, unit: str, flops: float, nbytes: float,
-          simt_flops: float, t_ref: float | None, t_new: float | None) -> Roof | None:
-    compute, compute_unit, compute_from = _resolve(src, _COMPUTE_CHAIN[unit], ref)
-    simt_unit = "fp64" if unit == "fp64" else "fp32"
-    simt, _, simt_from = _resolve(src, (simt_unit,), ref)
+_NO_SWEEP_NOTE = ("the calibration has no read:write sweep (a quick calibration, or one made before the "
+                  "sweep existed): its single HBM figure, the fastest pattern, is the roof at every ratio")
+_NO_SPLIT_NOTE = ("no read:write split of the bytes was given: the calibration's single HBM figure "
+                  "(its fastest pattern) is the roof, not the read:write envelope")
+
+
+def _split(read_bytes: float | None, write_bytes: float | None) -> tuple[float, float] | None:
+    """The task's compulsory (reads, writes), or None when unknown or empty."""
+    if read_bytes is None or write_bytes is None:
+        return None
+    r, w = _check_count("read_bytes", read_bytes), _check_count("write_bytes", write_bytes)
+    return (r, w) if r + w > 0 else None
+
+
+def _bandwidth(src: _Source, ref: _Source | None, split: tuple[float, float] | None
+               ) -> tuple[float | None, str, dict[str, Any] | None]:
+    """(bandwidth, where it came from, what ``bandwidth_mix`` records) for one roof.
+
+    A measured roof with an envelope and a split reads the envelope at the task's ratio; otherwise
+    the source's single figure (or the reference's, borrowed), and a measured roof says why."""
+    info: dict[str, Any] | None = None
+    if src.label == "measured":
+        info = {"source": "bandwidth_tbps", "ratio": None, "read_fraction": None, "read_bytes": None,
+                "write_bytes": None, "tbps": None, "rule": None, "points": None, "interpolation": None,
+                "note": None}
+        if split is not None:
+            info.update(ratio=ratio_label(*split), read_fraction=read_fraction(*split),
+                        read_bytes=split[0], write_bytes=split[1])
+        if src.mix is not None and split is not None:
+            m = mix_roof(src.mix, *split)
+            info.update(m.to_dict(), source="hbm_mix", note=src.mix_note)
+            return m.tbps, src.label, info
+        info["note"] = _NO_SPLIT_NOTE if src.mix is not None else _NO_SWEEP_NOTE
     bandwidth, bandwidth_from = src.bandwidth, src.label
     if bandwidth is None and ref is not None:
         bandwidth, bandwidth_from = ref.bandwidth, ref.label
+        if info is not None:
+            info["source"] = f"{ref.label} bandwidth_tbps"
+            info["note"] = "the calibration measured no HBM figure: the " + ref.label + " bandwidth is used"
+    if info is not None:
+        info["tbps"] = bandwidth
+    return bandwidth, bandwidth_from, info
+
+
+def _roof(src: _Source, ref: _Source | None, unit: str, flops: float, nbytes: float,
+          simt_flops: float, t_ref: float | None, t_new: float | None,
+          split: tuple[float, float] | None = None) -> Roof | None:
+    compute, compute_unit, compute_from = _resolve(src, _COMPUTE_CHAIN[unit], ref)
+    simt_unit = "fp64" if unit == "fp64" else "fp32"
+    simt, _, simt_from = _resolve(src, (simt_unit,), ref)
+    bandwidth, bandwidth_from, mix_info = _bandwidth(src, ref, split)
     if (flops and compute is None) or (simt_flops and simt is None) or (nbytes and bandwidth is None):
         return None
     f = floor(flops, nbytes, simt_flops, compute, simt, bandwidth)
     ref_fraction = _fraction(f["t_min_ms"], t_ref)
     new_fraction = _fraction(f["t_min_ms"], t_new)
     clocks = src.clocks if compute_from == src.label else (ref.clocks if ref else {})
-    return Roof(
+    return MixedRoof(
         source=src.label, compute_unit=compute_unit, simt_unit=simt_unit, compute_tflops=compute,
         simt_tflops=simt, bandwidth_tbps=bandwidth,
         peak_sources={"compute": compute_from, "simt": simt_from, "bandwidth": bandwidth_from},
@@ -266,6 +356,7 @@ def _roof(src: _Source, ref: _Source | None, unit: str, flops: float, nbytes: fl
         ridge_flop_per_byte=f["ridge_flop_per_byte"], ref_fraction=ref_fraction, new_fraction=new_fraction,
         ref_impossible=ref_fraction is not None and ref_fraction > 1 + _EPS,
         new_impossible=new_fraction is not None and new_fraction > 1 + _EPS,
+        bandwidth_mix=mix_info,
     )
 
 
@@ -296,6 +387,8 @@ def roofline_result(
     strict_fp32: bool = False,
     derived: DerivedPeaks | Any | None = None,
     measured: Mapping[str, Any] | None = None,
+    read_bytes: float | None = None,
+    write_bytes: float | None = None,
 ) -> RooflineResult | None:
     """The roofline floor of a task and how close a reference and a candidate come to it, typed.
 
@@ -309,7 +402,13 @@ def roofline_result(
     ``derived``: a ``DerivedPeaks`` (or a device record, converted with ``derived_peaks_for_device``).
     ``measured``: calibrated peaks as a mapping, e.g. ``{"bandwidth_tbps": 4.6, "fp32": 64.1,
     "tf32": 450.0, "fp16": 900.0, "bf16": 910.0, "fp8": 1800.0, "int8": 1800.0}``; a peak it lacks is
-    taken from the datasheet (or derived) roof and ``peak_sources`` says so.
+    taken from the datasheet (or derived) roof and ``peak_sources`` says so. A ``MeasuredPeaks``
+    with ``mix`` (or a mapping with an ``hbm_mix`` envelope) gives the measured memory roof at the
+    task's read:write ratio.
+    ``read_bytes``/``write_bytes``: the compulsory reads (inputs + parameters) and writes (outputs)
+    that make up ``nbytes``; only their ratio is used, to read the measured roof's HBM figure off
+    the calibration's read:write envelope. Each roof's ``bandwidth_mix`` says what was used (None
+    on the datasheet and derived roofs).
 
     Returns a :class:`RooflineResult`; :func:`roofline` gives its ``to_dict()``: a dict with the seed's keys for the primary roof (the datasheet's when the GPU is in
     the table): ``arithmetic_intensity``, ``bound``, ``t_min_ms``, ``ref_roofline_frac`` and, when
@@ -336,9 +435,11 @@ def roofline_result(
         gpu = getattr(gpu, "name", None) or str(gpu)
     sheet = lookup(gpu) if gpu is not None else None
     sources = _sources(sheet, derived, measured)
+    split = _split(read_bytes, write_bytes)
     roofs: dict[str, Roof | None] = {name: None for name in ROOF_NAMES}
     for name, src in sources.items():
-        roofs[name] = _roof(src, _reference_for(src, sources), unit, flops, nbytes, simt_flops, t_ref, t_new)
+        roofs[name] = _roof(src, _reference_for(src, sources), unit, flops, nbytes, simt_flops, t_ref, t_new,
+                            split)
     primary = next((name for name in ROOF_NAMES if roofs[name] is not None), None)
     if primary is None:
         return None

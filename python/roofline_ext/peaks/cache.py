@@ -334,8 +334,40 @@ def measured_peaks_of(cal: Mapping[str, Any], regime: str) -> MeasuredPeaks | No
     if not values:
         return None
     gpu = cal.get("gpu") or {}
+    mix, note = _mix_envelope(cal, regime)
     return MeasuredPeaks(peaks=values, regime=regime, uuid=gpu.get("uuid"), gpu_name=gpu.get("name"),
-                         date=cal.get("date"), mode=cal.get("mode"))
+                         date=cal.get("date"), mode=cal.get("mode"), mix=mix, mix_note=note)
+
+
+def _mix_envelope(cal: Mapping[str, Any], regime: str) -> tuple[dict[str, float] | None, str | None]:
+    """The read:write envelope the measured HBM roof is read from, for one regime, and a note when
+    it is not the burst sweep itself; (None, None) without a sweep.
+
+    Points that are not finite positive figures, or that lie above the HBM ceiling (+10%, as for
+    peaks), are left out. The sweep is a burst measurement; the sustained phase runs one pattern,
+    so the sustained envelope is the burst one scaled by that pattern's sustained/burst ratio (HBM
+    slows by the same factor at every mix only approximately, hence the note)."""
+    entries = ((cal.get("burst") or {}).get("entries") or {}) if isinstance(cal.get("burst"), Mapping) else {}
+    entry = entries.get("hbm_mix") if isinstance(entries, Mapping) else None
+    points = entry.get("points") if isinstance(entry, Mapping) else None
+    if not isinstance(points, Mapping):
+        return None, None
+    ceiling = _ceiling(cal, "burst", "bandwidth_tbps")
+    envelope = {str(k): float(v) for k, v in points.items()
+                if _is_peak(v) and (ceiling is None or v <= 1.10 * ceiling)}
+    if not envelope:
+        return None, None
+    if regime == "burst":
+        return envelope, None
+    sustained = ((cal.get("sustained") or {}).get("entries") or {}).get("hbm") \
+        if isinstance(cal.get("sustained"), Mapping) else None
+    if not isinstance(sustained, Mapping) or not _is_peak(sustained.get("ratio_to_burst")):
+        return None, None
+    ratio = float(sustained["ratio_to_burst"])
+    pattern = sustained.get("path") or "HBM"
+    return ({k: v * ratio for k, v in envelope.items()},
+            f"the burst read:write envelope x {ratio:.3f}, the sustained/burst ratio of {pattern} "
+            "(the sustained phase runs that one pattern)")
 
 
 def cached_peaks(*, uuid: str | None = None, gpu_name: str | None = None,

@@ -5,6 +5,11 @@ TB/s for memory, TFLOP/s or TOP/s for compute) that also says where it came from
 the regime, the calibration's date and mode. Being a ``Mapping`` it goes anywhere a plain dict of
 peaks went before (``roofline(measured=...)``, JSON), so callers that build their own dict of
 peaks keep working.
+
+``mix`` rides beside the peaks, not among them: the read:write envelope ``{"R:W": TB/s}`` of the
+calibration's HBM mix sweep (None when it had none, as a quick calibration), from which the model
+takes the HBM roof at a task's own read:write ratio (``peaks.mix``); ``mix_note`` says how the
+envelope was derived when it is not the burst sweep itself (the sustained regime scales it).
 """
 from __future__ import annotations
 
@@ -22,6 +27,8 @@ class MeasuredPeaks(Mapping[str, float]):
     gpu_name: str | None = None
     date: str | None = None
     mode: str | None = None
+    mix: Mapping[str, float] | None = None
+    mix_note: str | None = None
 
     def __getitem__(self, key: str) -> float:
         return self.peaks[key]
@@ -35,4 +42,5 @@ class MeasuredPeaks(Mapping[str, float]):
     def source(self) -> dict[str, Any]:
         """Where the figures came from, for a result's JSON."""
         return {"regime": self.regime, "uuid": self.uuid, "gpu": self.gpu_name, "date": self.date,
-                "mode": self.mode}
+                "mode": self.mode,
+                "hbm_mix": dict(self.mix) if self.mix else None, "hbm_mix_note": self.mix_note}

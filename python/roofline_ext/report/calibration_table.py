@@ -25,6 +25,16 @@ def _at(entry: Mapping[str, Any], key: str) -> str | None:
     return ", ".join(bits) or None
 
 
+def _throttled(report: Any) -> str | None:
+    """'2 of 4 calls throttled (2 left out)' from a sustained entry's throttle report; None if clean."""
+    if not isinstance(report, Mapping) or not report.get("flagged"):
+        return None
+    text = f"{report['flagged']} of {report.get('reps', '?')} calls throttled"
+    if report.get("discarded"):
+        text += f" ({report['discarded']} left out)"
+    return text
+
+
 def summary_rows(cal: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per measured unit, as strings: what the CLI's table shows (burst and sustained side
     by side, each with the clock and power it was reached at; fractions of datasheet and of the
@@ -61,6 +71,9 @@ def summary_rows(cal: Mapping[str, Any]) -> list[dict[str, Any]]:
             at = _at(s, key)
             if s.get("settled") is False:
                 at = (at + ", " if at else "") + "not settled"
+            throttled = _throttled(s.get("throttle"))
+            if throttled:
+                at = (at + ", " if at else "") + throttled
             row["sustained_at"] = at
             if row["path"] and s.get("path") and s["path"] != row["path"]:
                 row["path"] = f"{row['path']} (sustained: {s['path']})"

@@ -2,7 +2,11 @@
 
 Log-log: arithmetic intensity (FLOP per byte of HBM traffic) against throughput (TFLOP/s). Memory
 roofs are slopes (HBM, and the L2 plateau where measured), compute roofs horizontal ceilings
-(FP32, TF32, FP16/BF16, FP8 where the part has them). The datasheet's roofs are dashed, the
+(FP32, TF32, FP16/BF16, FP8 where the part has them). A calibration's chart is the *hierarchical*
+roofline: HBM with its read:write envelope (a band between the slowest and fastest mix, and an inset
+of the envelope against the read fraction), L2 as its near- and far-partition plateaus, shared
+memory beside its clock-derived ceiling (SMs x 128 B/clock x clock), and every compute unit; there
+the intensity of each memory slope is per byte moved at that level. The datasheet's roofs are dashed, the
 measured ones solid (burst) and dotted (sustained), each unit in one colour, so the gap between
 "what NVIDIA prints" and "what this card does" is what the eye sees first. Ridge points (where a
 ceiling meets the HBM slope) are marked: left of a ridge a kernel of that precision is memory-bound.
@@ -24,7 +28,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..errors import UserError
 from .outputs import write_bytes
 
-__all__ = ["plot_calibration", "plot_task", "plot_roofline", "FORMATS"]
+__all__ = ["plot_calibration", "plot_task", "plot_roofline", "calibration_roofs", "FORMATS", "ALL_CEILINGS"]
 
 #: File extensions a chart can be written as.
 FORMATS = (".png", ".svg")
@@ -38,8 +42,13 @@ _CEILINGS = (
     ("TF32", ("tf32",), "#ff7f0e"),
     ("FP16/BF16", ("fp16", "bf16"), "#d62728"),
     ("FP8", ("fp8",), "#9467bd"),
+    ("INT8 (TOP/s)", ("int8",), "#8c564b"),
 )
 DEFAULT_CEILINGS = ("FP32", "TF32", "FP16/BF16", "FP8")
+#: Every compute unit: the calibration's (hierarchical) chart.
+ALL_CEILINGS = ("FP64", "FP32", "TF32", "FP16/BF16", "FP8", "INT8 (TOP/s)")
+#: Colours of the levels above HBM (the hierarchical chart).
+_LEVEL_COLOURS = {"l2_far": "#3fa7d6", "l2_near": "#7fc8e8", "smem": "#17becf"}
 _HBM = ("HBM", "bandwidth_tbps", "#1f4e9c")
 _L2 = ("L2", "l2_bandwidth_tbps", "#3fa7d6")
 _TASK_MARKERS = {"reference": ("o", "#111111"), "candidate": ("*", "#e377c2")}
@@ -102,13 +111,29 @@ def _tick(v: float, _pos=None) -> str:
 
 
 @dataclass(frozen=True)
+class _Level:
+    """A memory level above HBM in the hierarchical chart: its measured slope (solid) and, where one
+    exists, a reference slope (dashed: shared memory's clock-derived ceiling; no datasheet prints
+    an L2 or shared-memory bandwidth)."""
+
+    key: str
+    label: str
+    measured: float
+    reference: float | None = None
+    reference_label: str | None = None
+
+
+@dataclass(frozen=True)
 class _Roofs:
     """The ceilings one chart draws: (measured, datasheet, sustained) per memory level, and per
-    compute ceiling (label, colour, measured, datasheet, sustained)."""
+    compute ceiling (label, colour, measured, datasheet, sustained); the hierarchical chart adds
+    ``levels`` (drawn instead of the single L2 plateau) and the HBM read:write envelope ``mix``."""
 
     hbm: tuple[float | None, float | None, float | None]
     l2: tuple[float | None, float | None, float | None]
     units: list[tuple[str, str, float | None, float | None, float | None]]
+    levels: tuple[_Level, ...] = ()
+    mix: tuple[tuple[str, float, float], ...] = ()  # (label, read fraction, TB/s), by read fraction
 
     @property
     def tops(self) -> tuple[float | None, float | None, float | None]:
@@ -120,12 +145,24 @@ class _Roofs:
 
 
 def _roofs(datasheet: Mapping[str, Any] | None, measured: Mapping[str, Any] | None,
-           sustained: Mapping[str, Any] | None, ceilings: Sequence[str]) -> _Roofs:
+           sustained: Mapping[str, Any] | None, ceilings: Sequence[str],
+           levels: Sequence[Mapping[str, Any]] = (), mix: Mapping[str, Any] | None = None) -> _Roofs:
     def level(key: str) -> tuple[float | None, float | None, float | None]:
         return _ceiling(measured, (key,)), _ceiling(datasheet, (key,)), _ceiling(sustained, (key,))
 
     hbm, l2 = level("bandwidth_tbps"), level("l2_bandwidth_tbps")
     l2 = (l2[0], None, l2[2])  # no datasheet gives an L2 bandwidth
+    extra = tuple(_Level(str(lv["key"]), str(lv["label"]), float(lv["measured"]), _num(lv.get("reference")),
+                         lv.get("reference_label")) for lv in levels if _num(lv.get("measured")))
+    if extra:
+        l2 = (None, None, l2[2])  # the levels draw L2 as its plateaus instead
+    envelope: tuple[tuple[str, float, float], ...] = ()
+    if mix:
+        from ..peaks.mix import parse_ratio, read_fraction
+
+        points: Mapping[str, Any] = mix["points"] if isinstance(mix.get("points"), Mapping) else mix
+        envelope = tuple(sorted(((str(k), read_fraction(*parse_ratio(k)), float(v)) for k, v in points.items()
+                                 if _num(v)), key=lambda p: p[1]))
     if not (hbm[0] or hbm[1]):
         raise UserError("cannot draw a roofline without an HBM bandwidth (measured or datasheet)")
     units = []
@@ -137,12 +174,12 @@ def _roofs(datasheet: Mapping[str, Any] | None, measured: Mapping[str, Any] | No
             units.append((label, colour, m, d, s))
     if not units:
         raise UserError("cannot draw a roofline without a compute peak (measured or datasheet)")
-    return _Roofs(hbm, l2, units)
+    return _Roofs(hbm, l2, units, extra, envelope)
 
 
 def _limits(roofs: _Roofs, tasks: Sequence[Mapping[str, Any]]) -> tuple[float, float, float, float]:
     """Axis ranges: from well left of the lowest ridge to well right of the highest, and every task."""
-    bws = [b for b in (roofs.hbm[0], roofs.hbm[1], roofs.l2[0]) if b]
+    bws = [b for b in (roofs.hbm[0], roofs.hbm[1], roofs.l2[0]) if b] + [lv.measured for lv in roofs.levels]
     tops = [v for _, _, m, d, s in roofs.units for v in (m, d, s) if v]
     ridges = [p / b for p in tops for b in bws]
     xs = ridges + [x for t in tasks if (x := _num(t.get("intensity")))]
@@ -191,19 +228,33 @@ def _draw_memory(ax: Any, roofs: _Roofs, x_lo: float) -> None:
     """Memory slopes: L2 (measured only) and HBM; datasheet dashed, measured solid, sustained dotted."""
     top_m, top_d, top_s = roofs.tops
 
-    def slope(bw: float | None, top: float | None, colour: str, style: Any, width: float) -> None:
+    def slope(bw: float | None, top: float | None, colour: str, style: Any, width: float, gid: str) -> None:
         if bw and top:
             ax.plot([x_lo, top / bw], [bw * x_lo, top], color=colour, linestyle=style, linewidth=width,
-                    solid_capstyle="butt")
+                    solid_capstyle="butt", gid=gid)
 
+    _draw_levels(ax, roofs, x_lo, top_m or top_d)
     for name, (bw_m, bw_d, bw_s), colour in (("L2", roofs.l2, _L2[2]), ("HBM", roofs.hbm, _HBM[2])):
-        slope(bw_d, top_d, colour, (0, (5, 3)), 1.4)
-        slope(bw_m, top_m, colour, "-", 2.2)
-        slope(bw_s, top_s, colour, (0, (1, 1.6)), 1.6)
+        key = name.lower()
+        slope(bw_d, top_d, colour, (0, (5, 3)), 1.4, f"roof:{key}:datasheet")
+        slope(bw_m, top_m, colour, "-", 2.2, f"roof:{key}:measured")
+        slope(bw_s, top_s, colour, (0, (1, 1.6)), 1.6, f"roof:{key}:sustained")
+        if name == "HBM" and roofs.mix and top_m:
+            lo, hi = min(v for _, _, v in roofs.mix), max(v for _, _, v in roofs.mix)
+            # The envelope as a band: every read:write mix's HBM roof lies between these two slopes.
+            ax.fill_between([x_lo, top_m / lo], [lo * x_lo, top_m], [hi * x_lo, min(hi * top_m / lo, top_m)],
+                            color=colour, alpha=0.13, linewidth=0, gid="roof:hbm_mix:band")
+            ax.plot([x_lo, top_m / lo], [lo * x_lo, top_m], color=colour, linewidth=0.8, alpha=0.6,
+                    gid="roof:hbm_mix:min")
+            ax.plot([x_lo, top_m / hi], [hi * x_lo, top_m], color=colour, linewidth=0.8, alpha=0.6,
+                    gid="roof:hbm_mix:max")
         ref = bw_m or bw_d
         if not ref:
             continue
         extra = ([f"datasheet {_fmt(bw_d)}"] if bw_m and bw_d else []) + ([f"sustained {_fmt(bw_s)}"] if bw_s else [])
+        if name == "HBM" and roofs.mix:
+            lo, hi = min(v for _, _, v in roofs.mix), max(v for _, _, v in roofs.mix)
+            extra.append(f"read:write mix {_fmt(lo)}-{_fmt(hi)}")
         text = f"{name} {_fmt(ref)} TB/s {'measured' if bw_m else 'datasheet'}"
         if extra:
             text += f" ({', '.join(extra)})"
@@ -218,22 +269,86 @@ def _draw_memory(ax: Any, roofs: _Roofs, x_lo: float) -> None:
                     ha="left", va="bottom" if side > 0 else "top")
 
 
+def _draw_levels(ax: Any, roofs: _Roofs, x_lo: float, top: float | None) -> None:
+    """The levels above HBM: measured slope solid, reference dashed, each labelled along its line
+    (staggered along the axis so labels of neighbouring slopes do not collide)."""
+    if not top:
+        return
+    for i, lv in enumerate(roofs.levels):
+        colour = _LEVEL_COLOURS.get(lv.key, _L2[2])
+        ax.plot([x_lo, top / lv.measured], [lv.measured * x_lo, top], color=colour, linestyle="-",
+                linewidth=2.0, solid_capstyle="butt", gid=f"roof:{lv.key}:measured")
+        if lv.reference:
+            ax.plot([x_lo, top / lv.reference], [lv.reference * x_lo, top], color=colour,
+                    linestyle=(0, (5, 3)), linewidth=1.2, gid=f"roof:{lv.key}:reference")
+        text = f"{lv.label} {_fmt(lv.measured)} TB/s measured"
+        if lv.reference:
+            text += f" ({lv.reference_label or 'reference'} {_fmt(lv.reference)})"
+        x_text = x_lo * (1.6 + 0.9 * i)
+        angle = _screen_angle(ax, x_text, lv.measured * x_text)
+        off = (-6 * math.sin(math.radians(angle)), 6 * math.cos(math.radians(angle)))
+        ax.annotate(text, (x_text, lv.measured * x_text), textcoords="offset points", xytext=off, color=colour,
+                    fontsize=7.5, rotation=angle, rotation_mode="anchor", ha="left", va="bottom")
+
+
+def _draw_mix_inset(ax: Any, roofs: _Roofs) -> None:
+    """The HBM read:write envelope against the read fraction, in the empty upper left: each
+    measured point, the roof between them (linear in time per byte, as the model reads it) and
+    the datasheet figure."""
+    if len(roofs.mix) < 2:
+        return
+    from ..peaks.mix import mix_bandwidth
+
+    colour = _HBM[2]
+    # Lower right, left of the legend: below the HBM slope, where no roof runs.
+    inset = ax.inset_axes([0.5, 0.085, 0.24, 0.27])
+    env = {label: v for label, _, v in roofs.mix}
+    fs = [i / 200 for i in range(201)]
+    inset.plot(fs, [mix_bandwidth(env, f, 1 - f) for f in fs],
+               color=colour, linewidth=1.2, gid="mix:curve")
+    inset.plot([f for _, f, _ in roofs.mix], [v for _, _, v in roofs.mix], "o", color=colour, markersize=4,
+               gid="mix:points")
+    for label, f, v in roofs.mix:
+        inset.annotate(f"{label}\n{_fmt(v)}", (f, v), textcoords="offset points", xytext=(0, -14),
+                       fontsize=6, ha="center", va="top", color=colour)
+    vals = [v for _, _, v in roofs.mix] + ([roofs.hbm[1]] if roofs.hbm[1] else [])
+    if roofs.hbm[1]:
+        inset.axhline(roofs.hbm[1], color=colour, linestyle=(0, (5, 3)), linewidth=1.0, gid="mix:datasheet")
+    inset.set_ylim(min(vals) * 0.93, max(vals) * 1.02)
+    inset.set_xlim(-0.05, 1.05)
+    inset.set_xticks([0, 0.5, 1])
+    inset.set_xticklabels(["write only", "1:1", "read only"], fontsize=6.5)
+    inset.tick_params(axis="y", labelsize=6.5)
+    inset.set_title("HBM TB/s by read:write mix (measured; dashed: datasheet)", fontsize=7, color=colour)
+    inset.patch.set_alpha(0.9)
+
+
 def _draw_compute(ax: Any, roofs: _Roofs, x_hi: float) -> None:
     """Compute ceilings, each from where it meets the fastest memory slope to the right edge, with
     ridge points against HBM (measured filled and labelled with its intensity, datasheet hollow)."""
     hbm_m, hbm_d, hbm_s = roofs.hbm
-    fastest_m = max([b for b in (roofs.l2[0], hbm_m) if b] or [0]) or None
+    fastest_m = max([b for b in (roofs.l2[0], hbm_m) if b] + [lv.measured for lv in roofs.levels] or [0]) or None
+    placed: list[float] = []
     for label, colour, m, d, s in roofs.units:
+        key = label.split()[0].lower()
         if d and hbm_d:
-            ax.plot([d / hbm_d, x_hi], [d, d], color=colour, linestyle=(0, (5, 3)), linewidth=1.4)
+            ax.plot([d / hbm_d, x_hi], [d, d], color=colour, linestyle=(0, (5, 3)), linewidth=1.4,
+                    gid=f"roof:{key}:datasheet")
         if m and fastest_m:
-            ax.plot([m / fastest_m, x_hi], [m, m], color=colour, linestyle="-", linewidth=2.2)
+            ax.plot([m / fastest_m, x_hi], [m, m], color=colour, linestyle="-", linewidth=2.2,
+                    gid=f"roof:{key}:measured")
         if s and fastest_m:
             ax.plot([s / (roofs.l2[2] or hbm_s or fastest_m), x_hi], [s, s], color=colour,
-                    linestyle=(0, (1, 1.6)), linewidth=1.6)
+                    linestyle=(0, (1, 1.6)), linewidth=1.6, gid=f"roof:{key}:sustained")
         parts = [f"{_fmt(v)} {what}" for v, what in ((m, "measured"), (s, "sustained"), (d, "datasheet")) if v]
-        ax.text(x_hi / 1.12, max(v for v in (m, d) if v) * 1.07, f"{label}: " + ", ".join(parts),
-                color=colour, fontsize=8.5, ha="right", va="bottom", fontweight="bold")
+        y_label = max(v for v in (m, d) if v)
+        # Two ceilings within 30% of each other (FP8 and INT8 on Hopper): the second label goes
+        # under its line, so neither hides the other.
+        below = any(abs(math.log(y_label / y)) < math.log(1.3) for y in placed)
+        placed.append(y_label)
+        ax.text(x_hi / 1.12, min(v for v in (m, d, s) if v) / 1.07 if below else y_label * 1.07,
+                f"{label}: " + ", ".join(parts), color=colour, fontsize=8.5, ha="right",
+                va="top" if below else "bottom", fontweight="bold")
         if m and hbm_m:
             r = m / hbm_m
             ax.plot([r], [m], marker="o", markersize=6, color=colour, zorder=5)
@@ -301,6 +416,8 @@ def plot_roofline(
     tasks: Iterable[Mapping[str, Any]] = (),
     ceilings: Sequence[str] = DEFAULT_CEILINGS,
     measured_label: str = "measured (burst)",
+    levels: Sequence[Mapping[str, Any]] = (),
+    mix: Mapping[str, Any] | None = None,
 ) -> Path:
     """Draw a roofline and write it to ``path`` (.png or .svg); returns the path.
 
@@ -309,22 +426,41 @@ def plot_roofline(
     any may be None or partial. ``tasks`` are points: ``{"label", "intensity" (FLOP/byte),
     "tflops" (achieved, optional), "roof_tflops" (the attainable roof, optional), "kind"
     ("reference" | "candidate")}``. A task without an achieved rate is drawn hollow on its roof.
+    ``levels`` (the hierarchical chart): memory levels above HBM, ``{"key", "label", "measured",
+    "reference", "reference_label"}`` (TB/s), drawn instead of the single L2 plateau; ``mix``: the
+    HBM read:write envelope ``{"R:W": TB/s}`` (or an entry with ``points``), drawn as a band and an
+    inset. Every roof line carries a ``gid`` (``roof:<level or unit>:<measured|datasheet|...>``).
     """
-    mpl = _matplotlib()
     path = _check_path(path)
-    points = [dict(t) for t in tasks]
-    roofs = _roofs(datasheet, measured, sustained, ceilings)
-    limits = _limits(roofs, points)
-    fig, ax = _axes(mpl, limits, title, subtitle)
-    _draw_memory(ax, roofs, limits[0])
-    _draw_compute(ax, roofs, limits[1])
-    for t in points:
-        _draw_task(ax, t, limits[0], limits[1])
-    _legend(ax, mpl[2], measured, sustained, datasheet, measured_label)
+    fig = roofline_figure(title=title, subtitle=subtitle, datasheet=datasheet, measured=measured,
+                          sustained=sustained, tasks=tasks, ceilings=ceilings, measured_label=measured_label,
+                          levels=levels, mix=mix)
     # Drawn in memory, then written as every output is (atomic; never over a device or a FIFO).
     buf = io.BytesIO()
     fig.savefig(buf, format=path.suffix.lower().lstrip("."))
     return write_bytes(path, buf.getvalue())
+
+
+def roofline_figure(*, title: str, subtitle: str = "", datasheet: Mapping[str, Any] | None = None,
+                    measured: Mapping[str, Any] | None = None, sustained: Mapping[str, Any] | None = None,
+                    tasks: Iterable[Mapping[str, Any]] = (), ceilings: Sequence[str] = DEFAULT_CEILINGS,
+                    measured_label: str = "measured (burst)", levels: Sequence[Mapping[str, Any]] = (),
+                    mix: Mapping[str, Any] | None = None) -> Any:
+    """The matplotlib Figure :func:`plot_roofline` writes (same arguments, no path)."""
+    mpl = _matplotlib()
+    points = [dict(t) for t in tasks]
+    roofs = _roofs(datasheet, measured, sustained, ceilings, levels, mix)
+    limits = _limits(roofs, points)
+    fig, ax = _axes(mpl, limits, title, subtitle)
+    if roofs.levels:
+        ax.set_xlabel("arithmetic intensity (FLOP per byte moved at that level: HBM, L2, shared memory)")
+    _draw_memory(ax, roofs, limits[0])
+    _draw_compute(ax, roofs, limits[1])
+    _draw_mix_inset(ax, roofs)
+    for t in points:
+        _draw_task(ax, t, limits[0], limits[1])
+    _legend(ax, mpl[2], measured, sustained, datasheet, measured_label)
+    return fig
 
 
 # --------------------------------------------------------------------------------------------------
@@ -370,27 +506,61 @@ def _load_calibration(cal: Mapping[str, Any] | str | os.PathLike) -> Mapping[str
         raise UserError(f"cannot read calibration {cal}: {exc}") from exc
 
 
-def plot_calibration(cal: Mapping[str, Any] | str | os.PathLike, path: str | os.PathLike, *,
-                     sustained: bool = True) -> Path:
-    """Chart of one calibration (a dict or a calibration JSON file): datasheet roofs dashed, the
-    burst roofs solid, the sustained ones dotted (``sustained=False`` leaves them out)."""
-    cal = _load_calibration(cal)
-    peaks = cal.get("peaks") or {}
-    gpu = cal.get("gpu") or {}
+def _calibration_datasheet(cal: Mapping[str, Any]) -> Mapping[str, Any] | None:
     stored = cal.get("datasheet")
     if isinstance(stored, Mapping) and isinstance(stored.get("peaks"), Mapping):
-        datasheet = stored["peaks"]  # what the calibration compared against when it ran
-    elif "datasheet" in cal and stored is None:
-        datasheet = None  # the part is not in the table: no datasheet roofs to draw
-    else:
-        datasheet = _datasheet_peaks_for(gpu.get("name"))
+        return stored["peaks"]  # what the calibration compared against when it ran
+    if "datasheet" in cal and stored is None:
+        return None  # the part is not in the table: no datasheet roofs to draw
+    return _datasheet_peaks_for((cal.get("gpu") or {}).get("name"))
+
+
+def _levels_of(entries: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The levels above HBM a calibration measured: L2's far and near plateaus (else nothing: the
+    single plateau stays the L2 slope) and shared memory beside its clock-derived ceiling."""
+    def mapping(x: Any) -> Mapping[str, Any]:
+        return x if isinstance(x, Mapping) else {}
+
+    levels: list[dict[str, Any]] = []
+    l2 = mapping(entries.get("l2"))
+    for name, label in (("far_plateau", "L2 far"), ("near_plateau", "L2 near")):
+        plateau = mapping(l2.get(name))
+        if _num(plateau.get("tbps")):
+            levels.append({"key": f"l2_{name.split('_')[0]}", "label": label, "measured": plateau["tbps"]})
+    smem = mapping(entries.get("smem"))
+    if _num(smem.get("value")):
+        levels.append({"key": "smem", "label": "shared memory", "measured": smem["value"],
+                       "reference": smem.get("clock_derived"), "reference_label": "SMs x 128 B/clock"})
+    if levels and not any(lv["key"].startswith("l2_") for lv in levels) and _num(l2.get("value")):
+        levels.insert(0, {"key": "l2_far", "label": "L2", "measured": l2["value"]})
+    return levels
+
+
+def calibration_roofs(cal: Mapping[str, Any], *, sustained: bool = True) -> dict[str, Any]:
+    """What the hierarchical chart of a calibration draws, as :func:`plot_roofline`'s keyword
+    arguments: the datasheet, burst and sustained peaks, every compute unit, the levels above HBM
+    (L2 near/far plateaus, shared memory) and the HBM read:write envelope, straight from its JSON."""
+    peaks = cal.get("peaks") or {}
+    entries = (cal.get("burst") or {}).get("entries") or {}
+    mix = entries.get("hbm_mix") if isinstance(entries.get("hbm_mix"), Mapping) else None
+    return {"datasheet": _calibration_datasheet(cal), "measured": peaks.get("burst"),
+            "sustained": peaks.get("sustained") if sustained else None, "ceilings": ALL_CEILINGS,
+            "levels": _levels_of(entries), "mix": (mix or {}).get("points") or None}
+
+
+def plot_calibration(cal: Mapping[str, Any] | str | os.PathLike, path: str | os.PathLike, *,
+                     sustained: bool = True) -> Path:
+    """The hierarchical chart of one calibration (a dict or a calibration JSON file): HBM with its
+    read:write envelope, L2's plateaus, shared memory and every compute unit; datasheet roofs
+    dashed, the burst roofs solid, the sustained ones dotted (``sustained=False`` leaves them out)."""
+    cal = _load_calibration(cal)
+    gpu = cal.get("gpu") or {}
+    roofs = calibration_roofs(cal, sustained=sustained)
     return plot_roofline(
         path,
-        title=f"{gpu.get('name', 'GPU')}: measured " + ("vs datasheet roofline" if datasheet else "roofline"),
+        title=f"{gpu.get('name', 'GPU')}: measured " + ("vs datasheet roofline" if roofs["datasheet"] else "roofline"),
         subtitle=_calibration_subtitle(cal),
-        datasheet=datasheet,
-        measured=peaks.get("burst"),
-        sustained=peaks.get("sustained") if sustained else None,
+        **roofs,
     )
 
 

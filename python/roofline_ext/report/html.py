@@ -364,18 +364,17 @@ def _task_points(analyses: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def calibration_chart(cal: Mapping[str, Any], analyses: Sequence[Mapping[str, Any]], prefix: str) -> str:
-    from .charts import _calibration_subtitle, _datasheet_peaks_for, plot_roofline
+    """The calibration's hierarchical roofline (HBM with its read:write envelope, L2 plateaus,
+    shared memory, every compute unit) with the analysed tasks of the same part on it."""
+    from .charts import _calibration_subtitle, calibration_roofs, plot_roofline
 
     gpu = cal.get("gpu") or {}
-    peaks = cal.get("peaks") or {}
-    stored = cal.get("datasheet")
-    datasheet = stored.get("peaks") if isinstance(stored, Mapping) else _datasheet_peaks_for(gpu.get("name"))
     tasks = _task_points(a for a in analyses if _same_part(a.get("gpu") or a.get("sku"), gpu.get("name")))
+    roofs = calibration_roofs(cal)
 
     def draw(path: Path) -> None:
         plot_roofline(path, title=f"{gpu.get('name', 'GPU')}: measured vs datasheet roofline",
-                      subtitle=_calibration_subtitle(cal), datasheet=datasheet, measured=peaks.get("burst"),
-                      sustained=peaks.get("sustained"), tasks=tasks)
+                      subtitle=_calibration_subtitle(cal), tasks=tasks, **roofs)
 
     return f"<figure>{_render_svg(draw, prefix)}</figure>"
 

@@ -207,6 +207,7 @@ def analyze_task(
         counts.flops, counts.bytes, roof_dtype, choice.sheet if choice.sheet is not None else choice.name,
         t_ref_ms, t_new_ms, simt_flops=counts.simt_flops, strict_fp32=strict_fp32,
         derived=derived, measured=measured,
+        read_bytes=counts.input_bytes + counts.param_bytes, write_bytes=counts.output_bytes,
     )
     if typed is not None and per_op:
         typed = attach_ops(typed, counts.ops or ())
