@@ -217,16 +217,20 @@ def compiled(path, trials=100, **kw):
         model = task.build(init)
         torch.manual_seed(42)
         inputs = task.inputs()
+        from torch._dynamo.utils import counters
+
+        hits = counters["inductor"]["fxgraph_cache_hit"]
         with torch.no_grad():
             ref = model(*inputs)
             t0 = time.perf_counter()
             out = torch.compile(model)(*inputs)
             compile_s = time.perf_counter() - t0
+        cache_hit = counters["inductor"]["fxgraph_cache_hit"] > hits
         ok = bool(torch.allclose(ref, out, atol=1e-4, rtol=1e-4))
     finally:
         task.unload()
     t = _times().get(name + ".compiled", 0.5)
-    return {"t_compile_ms": t, "compiled": _stats(t, trials), "compile_s": compile_s,
+    return {"t_compile_ms": t, "compiled": _stats(t, trials), "compile_s": compile_s, "compile_cache_hit": cache_hit,
             "compiled_correctness": {"ok": ok, "tolerance": 1e-4, "pid": os.getpid()}}
 '''
 

@@ -100,12 +100,14 @@ DEFAULT_CONFIGS: dict[str, list[dict[str, Any]]] = {
 #: contiguous stretch per block, "cg_pipe" grid-stride with the next chunk's loads in flight while
 #: the current one is folded. blocks_per_sm 64 is capped at occupancy: a persistent grid of a whole
 #: number of waves (a multiple of the SMs); 0 is one block per chunk.
-# An H200 (2026-12-01) read 9.1 TB/s from 11 to 33 MiB with the old cg/nc_na set, against a
-# published 9.8 TB/s at 17-28 MB; scripts/native-check sweeps these and wider variants side by side.
+# Chosen from scripts/native-check's sweep of 28 variants over 25 working sets on an H200
+# (2026-12-01, benchmarks/results/l2-variants-h200-2026-12-01.json): the variants that won at least
+# one working set, and no other. cg_spread/256x4 won the far plateau (9.58 TB/s at 22 MiB, where the
+# previous set read 9.13); cg_spread/512x8 the near one (18.3 TB/s at 1 MiB, L1 bypassed).
 DEFAULT_L2_CONFIGS: list[dict[str, Any]] = [
-    _cfg(256, 4, 0, "cg"), _cfg(1024, 2, 64, "cg"), _cfg(512, 4, 64, "cg"), _cfg(256, 8, 64, "cg"),
-    _cfg(1024, 4, 64, "cg_spread"), _cfg(512, 8, 64, "cg_spread"), _cfg(256, 16, 64, "cg_spread"),
-    _cfg(1024, 2, 64, "cg_pipe"), _cfg(512, 4, 64, "cg_pipe"), _cfg(256, 8, 64, "cg_pipe"),
+    _cfg(256, 4, 64, "cg_spread"), _cfg(256, 8, 64, "cg_spread"), _cfg(512, 8, 64, "cg_spread"),
+    _cfg(1024, 4, 64, "cg_spread"), _cfg(256, 16, 64, "cg_spread"), _cfg(1024, 2, 64, "cg"),
+    _cfg(256, 16, 0, "cg"), _cfg(1024, 2, 64, "cg_pipe"), _cfg(1024, 4, 64, "cg_pipe"),
 ]
 
 #: The read:write byte ratios of the mix sweep, read-only first. Read-only and write-only are the

@@ -341,7 +341,7 @@ def _compiled_part(out: Outcome) -> dict[str, Any]:
     and compile time, or why there is no compiled time (``compile_error_kind``: timeout, crash,
     error)."""
     if out.ok:
-        keys = ("t_compile_ms", "compiled", "compiled_correctness", "compile_s")
+        keys = ("t_compile_ms", "compiled", "compiled_correctness", "compile_s", "compile_cache_hit")
         return {k: out.value.get(k) for k in keys}
     return {"t_compile_ms": None, "compile_error_kind": out.kind or "internal",
             "compile_error": out.error or "failed without a message"}

@@ -265,16 +265,21 @@ def _time_compiled(task, model, args, ref_out, tol, device, trials, warmup, flus
     import time
 
     torch = _torch()
+    from torch._dynamo.utils import counters
+
+    hits = counters["inductor"]["fxgraph_cache_hit"]
     compiled = torch.compile(model)
     t0 = time.perf_counter()
     comp_out = task.call(compiled, "torch.compile(Model).forward", "forward", *args)
     torch.cuda.synchronize(device)
     compile_s = time.perf_counter() - t0
+    # Whether inductor's FX-graph cache served the compile (the run's own cache, docs/runner.md).
+    cache_hit = counters["inductor"]["fxgraph_cache_hit"] > hits
     correctness = compare(ref_out, comp_out, tol)
     del comp_out
     timing = _time(lambda: compiled(*args), device, trials, max(warmup, 3), flush)
     return {"compiled_correctness": correctness, "compiled": timing, "t_compile_ms": timing["median_ms"],
-            "compile_s": compile_s}
+            "compile_s": compile_s, "compile_cache_hit": cache_hit}
 
 
 def time_compiled(path: str | Path, *, dtype: str | None = None, trials: int = DEFAULT_TRIALS,
