@@ -99,6 +99,8 @@ def profile_reference(fn: Callable[[], Any], model: Any, device: int, flush: Cal
     ``ops`` (number, op, module, kernels as [name, ms]), ``kernel_sum_ms`` (every kernel of the
     forward), ``outside_ms`` (kernels under no op), ``kernels``, ``l2_bytes`` of the device. A
     profiler that cannot run gives ``{"error": reason}``: the timing itself stands."""
+    import warnings
+
     import torch
 
     from ..tasks.opcounts import ModuleTracker
@@ -114,11 +116,16 @@ def profile_reference(fn: Callable[[], Any], model: Any, device: int, flush: Cal
             if flush is not None:
                 flush()
             torch.cuda.synchronize()
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                with torch.autograd.profiler.record_function(_FORWARD), tracker, mode:
-                    fn()
-                torch.cuda.synchronize()
-        by_op, outside, count = kernels_by_op(prof.events())
+            # One profiling cycle: torch 2.11 warns at its end that a next cycle would start empty,
+            # which is true and irrelevant here (and an error where warnings are errors).
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                    with torch.autograd.profiler.record_function(_FORWARD), tracker, mode:
+                        fn()
+                    torch.cuda.synchronize()
+                events = prof.events()
+        by_op, outside, count = kernels_by_op(events)
     except Exception as exc:  # CUPTI missing or busy: say so, keep the timing
         return {"error": f"the profiler could not run: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"}
     for r in record:
