@@ -228,10 +228,10 @@ def test_kernelbench_invariants(kb_counts):
 # --- the kernel profile's mapping, with fake profiler events --------------------------------------
 
 class _Ev:
-    def __init__(self, name, parent=None, kernels=()):
+    def __init__(self, name, parent=None, kernels=(), id=0):
         from torch.autograd.profiler_util import Kernel
 
-        self.name, self.cpu_parent = name, parent
+        self.name, self.cpu_parent, self.id = name, parent, id
         self.kernels = [Kernel(n, 0, us) for n, us in kernels]
 
 
@@ -251,6 +251,22 @@ def test_kernels_by_op_walks_up_to_the_op_range():
     by_op, outside, n = kernels_by_op(events)
     assert by_op == {0: [("gemm", 10.0)], 1: [("relu_k", 2.0), ("relu_k2", 1.0)]}
     assert outside == 0.5 and n == 4
+
+
+def test_a_kernel_launched_through_the_driver_api_counts_once():
+    # cuBLAS/cuDNN launch with cuLaunchKernel: torch then hangs the kernel on the runtime event and
+    # on the driver event, which share the correlation id (H200, 2026-12-01: GEMMs counted twice).
+    from roofline_ext.runner.kernel_profile import kernels_by_op
+
+    fwd = _Ev("roofline_ext.forward")
+    op0 = _Ev("roofline_ext.op#0", fwd)
+    addmm = _Ev("aten::addmm", op0)
+    events = [fwd, op0, addmm,
+              _Ev("cudaLaunchKernel", addmm, [("gemm", 10.0)], id=7),
+              _Ev("cuLaunchKernelEx", addmm, [("gemm", 10.0)], id=7),
+              _Ev("cudaLaunchKernel", addmm, [("gemm", 10.0)], id=8)]  # a second launch: counts
+    by_op, outside, n = kernels_by_op(events)
+    assert by_op == {0: [("gemm", 10.0), ("gemm", 10.0)]} and n == 2
 
 
 def test_numbering_matches_the_counted_rows(tmp_path):
@@ -294,3 +310,38 @@ def test_attach_profile_reports_sums_and_breaches(tmp_path):
     assert [b["op"] for b in s["breaches"]["all_roofs"]] == ["relu"]
     text = ops_report({k: v for k, v in result.items() if not k.startswith("_")})
     assert "gemm" in text and "lose the most" in text
+
+
+class _Dev:
+    """A device-side profiler event: its name, its time range and the launch it links to."""
+
+    def __init__(self, name, linked, start, end):
+        from torch.autograd import DeviceType
+
+        self.name, self.linked_correlation_id, self.device_type = name, linked, DeviceType.CUDA
+        self.time_range = type("R", (), {"start": start, "end": end})()
+
+
+def test_device_side_events_count_each_kernel_once():
+    # With device events present (what a real CUDA profile lists), each GPU activity counts once,
+    # whatever CPU events also carry it, and its op is found from the CPU event that launched it.
+    from torch.autograd import DeviceType
+
+    from roofline_ext.runner.kernel_profile import kernels_by_op
+
+    def cpu(name, parent=None, kernels=(), id=0):
+        e = _Ev(name, parent, kernels, id)
+        e.device_type = DeviceType.CPU
+        return e
+
+    fwd = cpu("roofline_ext.forward")
+    op0 = cpu("roofline_ext.op#0", fwd)
+    op1 = cpu("roofline_ext.op#1", fwd)
+    conv = cpu("aten::cudnn_convolution", op0)
+    events = [fwd, op0, op1, conv,
+              cpu("cudaLaunchKernel", conv, [("xmma", 9.0)], id=11), cpu("cuLaunchKernelEx", conv, [("xmma", 9.0)], id=11),
+              cpu("cudaLaunchKernel", op1, [("relu", 2.0)], id=12),
+              cpu("cudaMemsetAsync", None, [("flush", 50.0)], id=13),
+              _Dev("xmma", 11, 100.0, 109.0), _Dev("relu", 12, 110.0, 112.0), _Dev("flush", 13, 0.0, 50.0)]
+    by_op, outside, n = kernels_by_op(events)
+    assert by_op == {0: [("xmma", 9.0)], 1: [("relu", 2.0)]} and outside == 0.0 and n == 2

@@ -64,33 +64,78 @@ def _make_mode(record: list[dict[str, Any]], tracker):
     return _Numbering()
 
 
+def _op_of(e: Any) -> tuple[int | None, bool]:
+    """(the nearest ``roofline_ext.op#`` range above event ``e``, whether ``e`` is in the forward)."""
+    op, p = None, e
+    while p is not None:
+        m = _OP_RE.match(str(getattr(p, "name", "")))
+        if m and op is None:
+            op = int(m.group(1))
+        if getattr(p, "name", None) == _FORWARD:
+            return op, True
+        p = getattr(p, "cpu_parent", None)
+    return op, False
+
+
+def _device_kernels(events: Sequence[Any]) -> list[tuple[Any, str, float]] | None:
+    """Each GPU activity once, as (the CPU event that launched it, name, µs), from the device-side
+    events of ``prof.events()``; None where this torch lists none (then the CPU events' ``kernels``).
+
+    Why not the CPU events' ``kernels``: torch hangs a kernel on every CPU event that carries its
+    correlation id, and a launch through the driver API (cuBLAS, cuDNN) can leave more than one
+    (on the H200, 2026-12-01, GEMM-bound tasks summed to 2.0x their event time that way)."""
+    cpu: dict[int, Any] = {}
+    device = []
+    for e in events:
+        kind = str(getattr(e, "device_type", "")).rsplit(".", 1)[-1]
+        if kind == "CPU":
+            corr = getattr(e, "id", None)
+            if isinstance(corr, int) and corr > 0:
+                # The first CPU event of a correlation id, or one inside an op range over one outside.
+                if corr not in cpu or (_op_of(cpu[corr])[0] is None and _op_of(e)[0] is not None):
+                    cpu[corr] = e
+        elif kind == "CUDA":
+            device.append(e)
+    if not device:
+        return None
+    out = []
+    for d in device:
+        launcher = cpu.get(getattr(d, "linked_correlation_id", 0) or 0)
+        tr = getattr(d, "time_range", None)
+        us = float(tr.end - tr.start) if tr is not None else float(getattr(d, "device_time", 0.0) or 0.0)
+        out.append((launcher, str(d.name), us))
+    return out
+
+
 def kernels_by_op(events: Sequence[Any]) -> tuple[dict[int, list[tuple[str, float]]], float, int]:
     """({op number: [(kernel, µs)]}, µs of kernels inside the forward but under no op, kernels in all)
-    from the profiler's events (``prof.events()``: each kernel hangs off the CPU event that launched
-    it; its op is the nearest ``roofline_ext.op#`` range above that event)."""
+    from the profiler's events (``prof.events()``): each GPU activity once, its op the nearest
+    ``roofline_ext.op#`` range above the CPU event that launched it. Activities launched outside the
+    forward (the L2 flush, the profiler's own work) are left out."""
+    launches = _device_kernels(events)
+    if launches is None or not any(l is not None and _op_of(l)[1] for l, _, _ in launches):
+        # No device-side events, or none that links back into the forward: the kernels torch hung
+        # on the CPU events, one CPU event per correlation id.
+        seen: set[int] = set()
+        launches = []
+        for e in events:
+            corr = getattr(e, "id", None)
+            if not getattr(e, "kernels", None) or (isinstance(corr, int) and corr > 0 and corr in seen):
+                continue
+            if isinstance(corr, int) and corr > 0:
+                seen.add(corr)
+            launches += [(e, str(k.name), float(k.duration)) for k in e.kernels]
     out: dict[int, list[tuple[str, float]]] = {}
     outside, count = 0.0, 0
-    for e in events:
-        kernels = getattr(e, "kernels", None) or ()
-        if not kernels:
-            continue
-        op, inside, p = None, False, e
-        while p is not None:
-            m = _OP_RE.match(str(getattr(p, "name", "")))
-            if m and op is None:
-                op = int(m.group(1))
-            if getattr(p, "name", None) == _FORWARD:
-                inside = True
-                break
-            p = getattr(p, "cpu_parent", None)
+    for launcher, name, us in launches:
+        op, inside = _op_of(launcher) if launcher is not None else (None, False)
         if not inside:
-            continue  # the L2 flush, the profiler's own work
-        for k in kernels:
-            count += 1
-            if op is None:
-                outside += float(k.duration)
-            else:
-                out.setdefault(op, []).append((str(k.name), float(k.duration)))
+            continue
+        count += 1
+        if op is None:
+            outside += us
+        else:
+            out.setdefault(op, []).append((name, us))
     return out, outside, count
 
 
