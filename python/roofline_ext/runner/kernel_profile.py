@@ -113,7 +113,7 @@ def kernels_by_op(events: Sequence[Any]) -> tuple[dict[int, list[tuple[str, floa
     ``roofline_ext.op#`` range above the CPU event that launched it. Activities launched outside the
     forward (the L2 flush, the profiler's own work) are left out."""
     launches = _device_kernels(events)
-    if launches is None or not any(l is not None and _op_of(l)[1] for l, _, _ in launches):
+    if launches is None or not any(src is not None and _op_of(src)[1] for src, _, _ in launches):
         # No device-side events, or none that links back into the forward: the kernels torch hung
         # on the CPU events, one CPU event per correlation id.
         seen: set[int] = set()
