@@ -282,9 +282,9 @@ def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
         text = dumps(public(result), indent=2)
         if args.json == "-":
             print(text)
-        else:
-            write_atomic(Path(args.json), text + "\n")
-        return 1 if failed else 0
+            return 1 if failed else 0
+        write_atomic(Path(args.json), text + "\n")
+    # JSON to a file still prints the report: stdout is free, and the person still wants to read it.
     print(_text_report(result, gpu))
     if args.ops:
         from ...report.ops_table import ops_report
