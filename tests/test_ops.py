@@ -34,9 +34,21 @@ def _task(tmp_path: Path, name: str, body: str) -> Path:
     return p
 
 
-def _typed(counts):
+#: The H200's full calibration of 2026-12-01 (with its read:write envelope): the measured roof of
+#: the invariant test, so that per-op floors read the envelope at each op's own ratio there too.
+H200_CALIBRATION = Path(__file__).resolve().parents[1] / "benchmarks/results/calibration-full-h200-2026-12-01.json"
+
+
+def _h200_measured():
+    from roofline_ext.peaks.cache import measured_peaks_of
+
+    return measured_peaks_of(json.loads(H200_CALIBRATION.read_text()), "burst")
+
+
+def _typed(counts, measured=None):
     r = roofline_result(counts.flops, counts.bytes, counts.compute_dtype or "float32", "H200", None,
-                        simt_flops=counts.simt_flops)
+                        simt_flops=counts.simt_flops, measured=measured,
+                        read_bytes=counts.input_bytes + counts.param_bytes, write_bytes=counts.output_bytes)
     return attach_ops(r, counts.ops)
 
 
@@ -212,13 +224,16 @@ def kb_counts():
 def test_kernelbench_invariants(kb_counts):
     counted = {k: c for k, c in kb_counts.items() if not isinstance(c, TaskError)}
     assert len(counted) >= 245
+    measured = _h200_measured()
+    assert measured is not None and measured.mix, "the recorded calibration has a read:write envelope"
     below = {}
     for name, c in counted.items():
         _check_invariants(c, name)
         assert c.unfused_bytes >= c.bytes, name
         if not c.bytes:
             continue
-        r = _typed(c)
+        r = _typed(c, measured)
+        assert "measured" in r.unfused, name
         for roof, b in r.unfused.items():
             if b.unfused_bound_ms < b.fused_floor_ms * (1 - 1e-9):
                 below[name] = (roof, b.unfused_bound_ms, b.fused_floor_ms)
@@ -345,3 +360,32 @@ def test_device_side_events_count_each_kernel_once():
               _Dev("xmma", 11, 100.0, 109.0), _Dev("relu", 12, 110.0, 112.0), _Dev("flush", 13, 0.0, 50.0)]
     by_op, outside, n = kernels_by_op(events)
     assert by_op == {0: [("xmma", 9.0)], 1: [("relu", 2.0)]} and outside == 0.0 and n == 2
+
+
+MUL_THEN_SUM = """
+    class Model(nn.Module):
+        def forward(self, a, b):
+            return (a * b).sum(dim=1)
+    def get_inputs():
+        return [torch.randn(4096, 4096), torch.randn(4096, 4096)]
+    def get_init_inputs():
+        return []
+"""
+
+
+def test_each_op_reads_the_envelope_at_its_own_ratio(tmp_path):
+    # The task reads 2 x 64 MiB and writes 16 KiB (a reduction: the read end of the envelope), but
+    # its mul reads two tensors and writes one: held to the 2:1 point, not to the task's figure.
+    from roofline_ext.peaks.mix import mix_bandwidth
+
+    c = count_task(_task(tmp_path, "ms", MUL_THEN_SUM), ops=True)
+    measured = _h200_measured()
+    r = _typed(c, measured)
+    mul = next(o for o in r.ops if o.op == "mul")
+    assert (mul.read_bytes, mul.write_bytes) == (2 * 4 * 4096 * 4096, 4 * 4096 * 4096)
+    at_2_to_1 = mix_bandwidth(measured.mix, 2, 1)
+    assert measured.mix["2:1"] == at_2_to_1 != r.roofs["measured"].bandwidth_tbps
+    assert mul.floors["measured"] == pytest.approx((mul.read_bytes + mul.write_bytes) / (at_2_to_1 * 1e12) * 1e3)
+    # The datasheet roof has one figure for every ratio.
+    ds = r.roofs["datasheet"]
+    assert mul.floors["datasheet"] == pytest.approx((mul.read_bytes + mul.write_bytes) / (ds.bandwidth_tbps * 1e12) * 1e3)

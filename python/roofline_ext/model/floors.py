@@ -95,6 +95,22 @@ class MixedRoof(Roof):
     that fills it, so that ``model/results.py`` is unchanged; its ``to_dict`` adds the one key."""
 
     bandwidth_mix: Mapping[str, Any] | None = None
+    #: The whole read:write envelope this roof read its figure from (None without one), so that a
+    #: part of the task with a ratio of its own (one op, model/ops.py) reads it at that ratio.
+    #: Not in to_dict: the calibration holds it, and bandwidth_mix records what this roof used.
+    mix_envelope: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        d.pop("mix_envelope", None)
+        return d
+
+    def bandwidth_at(self, read_bytes: float, write_bytes: float) -> float | None:
+        """The HBM figure for traffic of this read:write ratio: the envelope there, or the roof's
+        one figure where there is no envelope (or no traffic)."""
+        if self.mix_envelope is None or read_bytes + write_bytes <= 0:
+            return self.bandwidth_tbps
+        return mix_roof(self.mix_envelope, read_bytes, write_bytes).tbps
 
 
 def compute_unit_for_dtype(dtype: Any, strict_fp32: bool = False) -> str:
@@ -357,6 +373,7 @@ def _roof(src: _Source, ref: _Source | None, unit: str, flops: float, nbytes: fl
         ref_impossible=ref_fraction is not None and ref_fraction > 1 + _EPS,
         new_impossible=new_fraction is not None and new_fraction > 1 + _EPS,
         bandwidth_mix=mix_info,
+        mix_envelope=src.mix if mix_info is not None and mix_info.get("source") == "hbm_mix" else None,
     )
 
 

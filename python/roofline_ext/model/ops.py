@@ -29,7 +29,7 @@ import dataclasses
 from typing import Any, Mapping, Sequence
 
 from ..errors import UserError
-from .floors import floor
+from .floors import MixedRoof, floor
 from .results import KernelTime, OpResult, Roof, RooflineResult, UnfusedBound
 
 __all__ = ["attach_ops", "attach_kernels", "memory_ms", "op_floor_ms", "L2_RULE", "by_loss", "by_floor",
@@ -40,12 +40,22 @@ L2_RULE = ("an op whose data (inputs + outputs) fits in the L2 cache is held to 
            "op to HBM for all its bytes but one L2's worth (which may still be in L2 from the op before)")
 
 
-def _op_floor(roof: Roof, flops: float, simt: float, nbytes: float, memory: float | None = None):
+def _hbm(roof: Roof, read_bytes: float, write_bytes: float) -> float | None:
+    """The HBM figure for one op: a measured roof's read:write envelope at the op's own ratio (an
+    element-wise op may reach the 2:1 point while the task as a whole sits at 1:2), else the roof's."""
+    if isinstance(roof, MixedRoof):
+        return roof.bandwidth_at(read_bytes, write_bytes)
+    return roof.bandwidth_tbps
+
+
+def _op_floor(roof: Roof, flops: float, simt: float, nbytes: float, memory: float | None = None,
+              bandwidth: float | None = None):
     """(t_min_ms, limiter) of work on ``roof``'s peaks; ``memory``: a memory term in ms of our own
-    (the L2/HBM rule) instead of bytes on HBM. None where the roof lacks a peak this work needs."""
+    (the L2/HBM rule) instead of bytes on HBM; ``bandwidth``: the op's HBM figure (:func:`_hbm`;
+    default the roof's). None where the roof lacks a peak this work needs."""
     try:
         f = floor(flops, 0 if memory is not None else nbytes, simt, roof.compute_tflops, roof.simt_tflops,
-                  roof.bandwidth_tbps)
+                  roof.bandwidth_tbps if bandwidth is None else bandwidth)
     except UserError:
         return None, None
     if memory is None:
@@ -77,7 +87,8 @@ def attach_ops(result: RooflineResult, ops: Sequence[Any]) -> RooflineResult:
             if roof is None:
                 floors[name] = limiters[name] = None
                 continue
-            t, limiters[name] = _op_floor(roof, o.flops, o.simt_flops, nbytes)
+            t, limiters[name] = _op_floor(roof, o.flops, o.simt_flops, nbytes,
+                                          bandwidth=_hbm(roof, o.read_bytes, o.write_bytes))
             floors[name] = t
             if t is not None and name in sums:
                 sums[name] += t
@@ -133,7 +144,7 @@ def attach_kernels(result: RooflineResult, kernels: Mapping[int, Sequence[Kernel
             if roof is None:
                 floors[name] = None
                 continue
-            mem, level = memory_ms(op.bytes, roof.bandwidth_tbps, l2_tbps, l2_bytes)
+            mem, level = memory_ms(op.bytes, _hbm(roof, op.read_bytes, op.write_bytes), l2_tbps, l2_bytes)
             floors[name] = _op_floor(roof, op.flops, op.simt_flops, op.bytes, mem)[0]
         total = sum(k.ms for k in ks) if ks else None
         primary = floors.get(result.primary_roof)
