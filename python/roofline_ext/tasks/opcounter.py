@@ -104,6 +104,11 @@ def make_op_counter(formulas: dict, key: Callable[[Any], int]):
             self.flops: dict[str, int] = defaultdict(int)
             self.simt: dict[str, int] = defaultdict(int)
             self.produced: set[int] = set()
+            # The storages of produced tensors are keyed by address: each is kept alive for the
+            # count, or a freed temporary's address could be reused by a parameter read later, which
+            # would then pass for produced (KernelBench L2 83 counted 5376 or 5380 parameter bytes
+            # depending on what ran before it). Fake tensors hold no data, so keeping them is cheap.
+            self._keep_produced: list = []
             self.reads = Reads()
             self.masks = MaskTracker(key, self.adjust)
             # Per-op counting (opcounts.OpRecorder), off unless set: the rows of each op, and the
@@ -173,6 +178,7 @@ def make_op_counter(formulas: dict, key: Callable[[Any], int]):
                     k = key(o)
                     if k not in self.sources and k not in self.reads.category:
                         self.produced.add(k)
+                        self._keep_produced.append(o)
 
         def _attention(self, name: str, args: tuple, kwargs: dict) -> int:
             causal_at, mask_at = ATTENTION[name]
