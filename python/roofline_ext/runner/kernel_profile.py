@@ -39,7 +39,7 @@ def _make_mode(record: list[dict[str, Any]], tracker):
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from ..tasks.opcounter import _ALIASES
+    from ..tasks.opcounter import _ALIASES, run_if_not_counted
 
     class _Numbering(TorchDispatchMode):
         """Every non-view aten op in a profiler range of its own, numbered as the counting pass numbers
@@ -47,12 +47,9 @@ def _make_mode(record: list[dict[str, Any]], tracker):
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            if func.namespace == "prim":
-                return func(*args, **kwargs)
-            with self:
-                decomposed = func.decompose(*args, **kwargs)
-            if decomposed is not NotImplemented:
-                return decomposed
+            handled, value = run_if_not_counted(self, func, args, kwargs)
+            if handled:
+                return value
             name = func._overloadpacket.__name__
             if func.is_view or name in _ALIASES:
                 return func(*args, **kwargs)

@@ -221,6 +221,19 @@ def _header(path, dev, run_dtype, seed: int, made: str) -> dict[str, Any]:
 
 # --- the timing worker's two jobs -----------------------------------------------------------------
 
+def _reference_setup(task, path, dev, tdtype, seed: int, inputs: str):
+    """The reference ``Model``, its inputs, the tolerance and the result header, made the one way
+    that :func:`time_reference` and :func:`time_compiled` share (same seed, same placement), so the
+    compiled model is checked against the very eager output the reference's timing ran."""
+    torch = _torch()
+    torch.manual_seed(seed)
+    init = task.init_inputs()
+    model = _build(task, task.model_cls, init, dev, tdtype, seed, "Model")
+    args, made = make_inputs(task, dev, tdtype, seed, inputs)
+    run_dtype, tol = _tolerance(args, tdtype)
+    return model, args, tol, _header(path, dev, run_dtype, seed, made)
+
+
 def time_reference(path: str | Path, *, dtype: str | None = None, trials: int = DEFAULT_TRIALS,
                    warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED, compile: bool = False,
                    device: int = 0, inputs: str = "auto", profile: bool = False) -> dict[str, Any]:
@@ -235,12 +248,7 @@ def time_reference(path: str | Path, *, dtype: str | None = None, trials: int = 
     torch = _torch()
     task, dev, tdtype = _open(path, dtype, device)
     try:
-        torch.manual_seed(seed)
-        init = task.init_inputs()
-        model = _build(task, task.model_cls, init, dev, tdtype, seed, "Model")
-        args, made = make_inputs(task, dev, tdtype, seed, inputs)
-        run_dtype, tol = _tolerance(args, tdtype)
-        result = _header(path, dev, run_dtype, seed, made)
+        model, args, tol, result = _reference_setup(task, path, dev, tdtype, seed, inputs)
         flush = L2Flush(device)
         with torch.no_grad():
             ref_out = task.call(model, "Model.forward", "forward", *args)
@@ -297,12 +305,7 @@ def time_compiled(path: str | Path, *, dtype: str | None = None, trials: int = D
     torch = _torch()
     task, dev, tdtype = _open(path, dtype, device)
     try:
-        torch.manual_seed(seed)
-        init = task.init_inputs()
-        model = _build(task, task.model_cls, init, dev, tdtype, seed, "Model")
-        args, made = make_inputs(task, dev, tdtype, seed, inputs)
-        run_dtype, tol = _tolerance(args, tdtype)
-        result = _header(path, dev, run_dtype, seed, made)
+        model, args, tol, result = _reference_setup(task, path, dev, tdtype, seed, inputs)
         with torch.no_grad():
             ref_out = task.call(model, "Model.forward", "forward", *args)
             result.update(_time_compiled(task, model, args, ref_out, tol, device, trials, warmup, L2Flush(device)))

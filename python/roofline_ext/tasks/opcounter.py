@@ -84,6 +84,25 @@ def _nbytes(t) -> int | None:
         return None
 
 
+def run_if_not_counted(mode, func, args: tuple, kwargs: dict) -> tuple[bool, Any]:
+    """The first step of every per-op dispatch mode (this counter, and the profiler's numbering in
+    runner/kernel_profile.py), shared so that both see the same ops in the same order:
+    ``(True, result)`` for an op that is not counted itself, ``(False, None)`` for one that is.
+
+    prim ops (prim.device, prim.layout) are metadata queries: run as they are. Under
+    torch.inference_mode (a task may decorate forward with it) composite ops such as aten.matmul or
+    aten.linear reach the mode whole, not decomposed into mm/addmm as they are otherwise: they are
+    decomposed here, under the mode, as FlopCounterMode does, so that the same ops are seen (and a
+    matmul is not counted as SIMT work) either way."""
+    if func.namespace == "prim":
+        return True, func(*args, **kwargs)
+    with mode:
+        decomposed = func.decompose(*args, **kwargs)
+    if decomposed is not NotImplemented:
+        return True, decomposed
+    return False, None
+
+
 def make_op_counter(formulas: dict, key: Callable[[Any], int]):
     """Build the TorchDispatchMode (defined lazily: torch is imported only when counting).
 
@@ -211,16 +230,9 @@ def make_op_counter(formulas: dict, key: Callable[[Any], int]):
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            if func.namespace == "prim":  # prim.device, prim.layout: metadata queries
-                return func(*args, **kwargs)
-            # Under torch.inference_mode (a task may decorate forward with it) composite ops such as
-            # aten.matmul or aten.linear reach this mode whole, not decomposed into mm/addmm as they
-            # are otherwise. Decompose them here, as FlopCounterMode does, so that the same ops are
-            # seen (and a matmul is not counted as SIMT work) either way.
-            with self:
-                decomposed = func.decompose(*args, **kwargs)
-            if decomposed is not NotImplemented:
-                return decomposed
+            handled, value = run_if_not_counted(self, func, args, kwargs)
+            if handled:
+                return value
             name = func._overloadpacket.__name__
             is_view = func.is_view or name in _ALIASES
             pre = None if is_view else self.masks.before(name, args)
