@@ -139,8 +139,8 @@ def bandwidth_mix(
 def steady_clock_s() -> float: ...
 
 # {'patterns', 'unrolls', 'loads' (per pattern, 'l2_read' and 'mix'), 'stores', 'mix_ratios'
-# ([[R, W], ...]), 'mix_unrolls', 'default_config'}: the values this build accepts.
-def bandwidth_capabilities() -> dict[str, Any]: ...  # patterns, loads, mix ratios, l2_default_config, ...
+# ([[R, W], ...]), 'mix_unrolls', 'default_config', 'l2_default_config'}: the values this build accepts.
+def bandwidth_capabilities() -> dict[str, Any]: ...
 
 # Times shared-memory reads once per configuration dict (keys threads, width, vectors,
 # blocks_per_sm): one wave of blocks, each reading its seeded buffer `passes` times (0: sized to
