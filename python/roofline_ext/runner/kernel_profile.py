@@ -88,9 +88,8 @@ def _device_kernels(events: Sequence[Any]) -> list[tuple[Any, str, float]] | Non
         if kind == "CPU":
             corr = getattr(e, "id", None)
             if isinstance(corr, int) and corr > 0:
-                # The first CPU event of a correlation id, or one inside an op range over one outside.
-                if corr not in cpu or (_op_of(cpu[corr])[0] is None and _op_of(e)[0] is not None):
-                    cpu[corr] = e
+                # The runtime and the driver call of one launch share the id and the parent op: either will do.
+                cpu.setdefault(corr, e)
         elif kind == "CUDA":
             device.append(e)
     if not device:

@@ -192,8 +192,14 @@ def changes(before: Snapshot) -> list[str]:
         names = [t.name for t in threading.enumerate() if t.ident in left]
         reasons.append(f"{len(left)} non-daemon thread(s) still running: {', '.join(names[:3])}")
     reasons += _dict_changes(before.callables, now.callables, "patched", same=lambda a, b: a is b)
-    reasons += _dict_changes(before.torch_flags, now.torch_flags, "torch flags changed")
-    added = sorted(set(now.torch_flags.get("registered operators", ())) - set(before.torch_flags.get("registered operators", ())))
-    if added:  # which ones: a task's own library, or torch registering something late
-        reasons.append(f"operators registered: {', '.join(added[:4])}" + (f" (+{len(added) - 4} more)" if len(added) > 4 else ""))
+    ops_key = "registered operators"
+    flags_before = {k: v for k, v in before.torch_flags.items() if k != ops_key}
+    reasons += _dict_changes(flags_before, now.torch_flags, "torch flags changed")
+    ops_before, ops_now = before.torch_flags.get(ops_key, frozenset()), now.torch_flags.get(ops_key, frozenset())
+    if ops_before != ops_now:  # named: a task's own library, or torch registering something late
+        added, removed = sorted(ops_now - ops_before), sorted(ops_before - ops_now)
+        for what, names in (("registered", added), ("removed", removed)):
+            if names:
+                reasons.append(f"operators {what}: {', '.join(names[:4])}"
+                               + (f" (+{len(names) - 4} more)" if len(names) > 4 else ""))
     return reasons
