@@ -127,3 +127,26 @@ def test_reads_what_analyze_writes(tmp_path, capsys, monkeypatch):
     slow.write_text(json.dumps({**json.loads(out.read_text()), "tasks": [times]}))
     proc = subprocess.run([sys.executable, str(SCRIPT), str(slow)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "1_a compile" in proc.stdout
+
+
+def test_a_resumed_sweep_counts_each_task_once_and_only_unfinished_tasks_as_not_reached(tmp_path):
+    """kb-floors with RESUME: an earlier stopped run's file plus the new run's, which timed what the
+    earlier one lacked. Each task is counted once (the result that got furthest), and "not reached"
+    lists only tasks that no file has."""
+    folder = tmp_path / "level1"
+    folder.mkdir()
+    for name in ("1_a", "2_b", "3_c", "4_d"):
+        (folder / f"{name}.py").write_text("# task\n")
+
+    def task(name, *args, **kw):
+        return {**_task(name, *args, **kw), "path": str(folder / f"{name}.py")}
+
+    earlier = _doc([task("1_a", 2.0, 1.5), task("2_b", 2.0)], folder=str(folder), complete=False)  # 2_b: no compile
+    later = _doc([task("2_b", 2.0, 1.8), task("3_c", 2.0, 1.2)], folder=str(folder), complete=False)
+    proc, rep = _run(tmp_path, earlier, later)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert rep["tasks"] == 3
+    assert rep["checked"] == {"eager": 3, "compile": 3}
+    assert rep["not_reached"] == ["level1:4_d"]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("level1:2_b ")]
+    assert len(lines) == 1 and "1.8 ms" in lines[0]  # the later file's result, which has the compile
