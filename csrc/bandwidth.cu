@@ -159,7 +159,10 @@ __global__ void read_kernel(const uint4* __restrict__ src, std::uint64_t nvec,
 //   spread: block b walks its own contiguous stretch of total_chunks / grid virtual chunks, so at
 //           any moment the blocks sit evenly over the whole set (and so over both L2 partitions'
 //           addresses) and each block's footprint is its whole stretch, not the gcd-sized subset
-//           of chunks the stride order revisits when gridDim and nchunks share factors;
+//           of chunks the stride order revisits when gridDim and nchunks share factors. Block b
+//           starts at nchunks * frac(passes * b / grid) of the set, so g = gcd(passes, grid) blocks
+//           share each start and read the same chunks in step for the whole launch; the host
+//           picks passes with g = 1 (host_reference.hpp, coprime_passes);
 //   pipe:   the stride order, software-pipelined: the loads of the block's next chunk are issued
 //           before the current chunk is folded, so a thread has up to 2 x U vectors in flight and
 //           never waits with none outstanding.
@@ -1136,7 +1139,7 @@ std::vector<BwResult> run_mix(int device, int read_parts, int write_parts, std::
 
 std::vector<BwResult> run_l2_read(int device, std::size_t working_set_bytes, std::size_t target_bytes_per_launch,
                                   int reps, int warmup, const std::vector<BwConfig>& configs, std::uint32_t seed,
-                                  BwFault fault) {
+                                  BwFault fault, bool shared_starts) {
   const PatternSpec& p = spec_of(Pattern::L2Read);
   validate_common(reps, warmup, configs, p);
   for (const auto& c : configs) {
@@ -1167,10 +1170,7 @@ std::vector<BwResult> run_l2_read(int device, std::size_t working_set_bytes, std
   const Seeds seeds = seeds_of(seed);
   fill_data(ws.get<std::uint32_t>(), nwords, seeds.src[0], false, sms, stream.get());
   stream.synchronize();
-  CheckInputs in;
-  in.partials = partials.get<std::uint32_t>();
-  in.read_words = nwords * passes;
-  in.expected_sum = static_cast<std::uint32_t>(passes) * ref::checksum(seeds.src[0], nwords);  // mod 2^32
+  const std::uint32_t set_sum = ref::checksum(seeds.src[0], nwords);
 
   std::vector<BwResult> results;
   for (const auto& c : configs) {
@@ -1180,14 +1180,24 @@ std::vector<BwResult> run_l2_read(int device, std::size_t working_set_bytes, std
     args.src0 = ws.get<uint4>();
     args.partials = partials.get<std::uint32_t>();
     args.nchunks = static_cast<std::uint32_t>(nvec / chunk);
-    args.total_chunks = static_cast<std::uint64_t>(args.nchunks) * passes;
+    // A persistent grid does not depend on the chunk count, so it is known before passes are chosen.
+    std::uint64_t own_passes = passes;
+    if (!shared_starts && c.blocks_per_sm > 0 && parse_l2_variant(c.load) == L2Order::Spread) {
+      const Grid probe = grid_for(device, k, c, sms, static_cast<std::uint64_t>(args.nchunks) * passes);
+      if (probe.skipped.empty()) own_passes = ref::coprime_passes(passes, probe.blocks);
+    }
+    args.total_chunks = static_cast<std::uint64_t>(args.nchunks) * own_passes;
     if (fault == BwFault::Short) args.total_chunks -= std::max<std::uint64_t>(1, args.total_chunks / 16);
     const Grid g = grid_for(device, k, c, sms, args.total_chunks);
+    CheckInputs in;
+    in.partials = partials.get<std::uint32_t>();
+    in.read_words = nwords * own_passes;
+    in.expected_sum = static_cast<std::uint32_t>(own_passes) * set_sum;  // mod 2^32
     BwResult r = result_shell(p, c, g, sms, warmup, seed);
     r.buffer_bytes = working_set_bytes;
     r.buffers = 1;
-    r.passes = static_cast<int>(passes);
-    r.bytes_per_launch = r.read_bytes_per_launch = working_set_bytes * passes;
+    r.passes = static_cast<int>(own_passes);
+    r.bytes_per_launch = r.read_bytes_per_launch = working_set_bytes * own_passes;
     r.read_parts = 1;
     if (r.skipped.empty())
       time_and_verify(p, k, g, c, args, 0, partials.bytes(), warmup, reps, stream.get(), in, r);

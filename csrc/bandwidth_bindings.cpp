@@ -105,20 +105,24 @@ void bind_bandwidth(py::module_& m) {
   m.def(
       "bandwidth_l2_read",
       [](int device, std::size_t working_set_bytes, std::size_t bytes_per_launch, int reps, int warmup,
-         const py::object& configs, std::uint32_t seed, const std::string& fault) {
+         const py::object& configs, std::uint32_t seed, const std::string& fault, bool shared_starts) {
         const auto cfgs = configs.is_none() ? std::vector<BwConfig>{l2_default_config()} : configs_from(configs);
         const BwFault f = parse_bw_fault(fault);
-        return results_list(bind::released([&] { return run_l2_read(device, working_set_bytes, bytes_per_launch, reps, warmup, cfgs, seed, f); }));
+        return results_list(bind::released([&] {
+          return run_l2_read(device, working_set_bytes, bytes_per_launch, reps, warmup, cfgs, seed, f, shared_starts);
+        }));
       },
       py::arg("device"), py::arg("working_set_bytes"), py::arg("bytes_per_launch") = std::size_t(2) << 30,
       py::arg("reps") = 30, py::arg("warmup") = 5, py::arg("configs") = py::none(), py::arg("seed") = 12345u,
-      py::arg("fault") = "none",
+      py::arg("fault") = "none", py::arg("shared_starts") = false,
       "Time reads of a working set meant to fit in L2, repeated inside the kernel so one launch moves "
       "about bytes_per_launch; the working set must be a whole number of threads*unroll*16-byte chunks. "
       "Every variant loads with ld.global.cg (never cached in L1); a configuration's 'load' names its "
       "access order: 'cg' (grid-stride), 'cg_spread' (a contiguous stretch per block), 'cg_pipe' "
       "(grid-stride, the next chunk's loads in flight while the current one is folded). No configs: "
-      "bandwidth_capabilities()['l2_default_config'].");
+      "bandwidth_capabilities()['l2_default_config']. A persistent 'cg_spread' takes the passes nearest "
+      "the target that share no factor with its grid, so no two blocks read in step (each row's "
+      "'passes' says how many); shared_starts=True keeps the nearest passes, to measure shared reads.");
 
   m.def(
       "bandwidth_mix",

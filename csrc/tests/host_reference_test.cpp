@@ -7,7 +7,9 @@
 // Python side recomputes independently (murmur3's finaliser, the fill and triad words, small
 // checksums, the shared-memory thread sums) as one JSON object on stdout. Exit code 0 = every C++
 // check passed; failures are printed on stderr, one line each.
+#include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -119,12 +121,42 @@ void print_values() {
 
 }  // namespace
 
+// coprime_passes: coprime with the grid, nearest the wish; and then every block of a grid no larger
+// than the working set starts at its own chunk (what "no two blocks read in step" rests on).
+void check_coprime_passes() {
+  for (std::uint64_t grid : {264ull, 1056ull, 528ull, 132ull, 1ull}) {
+    for (std::uint64_t want = 1; want <= 300; ++want) {
+      const std::uint64_t p = ref::coprime_passes(want, grid);
+      check(std::gcd(p, grid) == 1, "coprime_passes(" + std::to_string(want) + ", " + std::to_string(grid) +
+                                        ") = " + std::to_string(p) + " shares a factor with the grid");
+      const std::uint64_t dist = p > want ? p - want : want - p;
+      for (std::uint64_t q = want > dist ? want - dist + 1 : 1; q < want + dist; ++q)
+        check(std::gcd(q, grid) != 1, "coprime_passes(" + std::to_string(want) + ", " + std::to_string(grid) +
+                                          ") = " + std::to_string(p) + " but " + std::to_string(q) + " is nearer");
+    }
+  }
+  for (std::uint64_t nchunks : {1408ull, 1152ull, 4096ull}) {  // 22, 18, 64 MiB of 16 KiB chunks
+    const std::uint64_t grid = 1056, p = ref::coprime_passes(93, grid);
+    std::vector<std::uint64_t> starts;
+    for (std::uint64_t b = 0; b < grid; ++b) starts.push_back(ref::spread_start(nchunks, p, grid, b));
+    std::sort(starts.begin(), starts.end());
+    check(std::adjacent_find(starts.begin(), starts.end()) == starts.end(),
+          "spread starts repeat with coprime passes at " + std::to_string(nchunks) + " chunks");
+    std::vector<std::uint64_t> shared;  // and the old choice, 93 passes (gcd 3), does repeat them
+    for (std::uint64_t b = 0; b < grid; ++b) shared.push_back(ref::spread_start(nchunks, 93, grid, b));
+    std::sort(shared.begin(), shared.end());
+    check(std::unique(shared.begin(), shared.end()) - shared.begin() == static_cast<long>(grid / 3),
+          "93 passes over a 1056-block grid should give 352 distinct starts");
+  }
+}
+
 int main() {
   check_checksums();
   check_spot_regions();
   check_compare();
   check_mix_layout();
   check_smem_sums();
+  check_coprime_passes();
   print_values();
   if (failures) std::fprintf(stderr, "%d host reference check(s) failed\n", failures);
   return failures ? 1 : 0;

@@ -117,6 +117,7 @@ def bandwidth_l2_read(
     configs: dict[str, Any] | Iterable[dict[str, Any]] | None = None,
     seed: int = 12345,
     fault: str = "none",
+    shared_starts: bool = False,
 ) -> list[dict[str, Any]]: ...
 
 # Times a read:write mix (read_parts:write_parts, one of capabilities' 'mix_ratios'): a source of
