@@ -435,7 +435,8 @@ def l2_plateau(points: Sequence[L2Point], l2_bytes: int) -> L2Point:
 #: The two plateaus of the L2 curve, as fractions of the L2 size. Hopper's L2 is two partitions,
 #: each serving half of the addresses; a small working set is also kept in the partition near each
 #: SM, a large one is read half from the far partition across the crossbar. The windows follow the
-#: published H200 read curve (50 MiB L2): about 13 TB/s at up to 2-4 MB, 9.8 TB/s from 17 to 28 MB.
+#: published H200 read curve (te42kyfo/gpu-benches; the H200 reports 60 MiB of L2): about 13 TB/s at up
+#: to 2-4 MB, 9.8 TB/s from 17 to 28 MB.
 L2_PLATEAU_WINDOWS = {"near": (0.0, 1 / 12), "far": (1 / 3, 0.56)}
 
 
