@@ -424,9 +424,10 @@ def l2_plateau(points: Sequence[L2Point], l2_bytes: int) -> L2Point:
     """The best median among working sets from 1/8 to 1/2 of the L2.
 
     Above half the L2 part of the set spills to HBM. Below an eighth the figure rises well above
-    the plateau (an H200 read 13-18 TB/s at 1-2 MiB against ~9 TB/s from 8 to 32 MiB): such small
-    sets are served partly from copies held near the SMs (Hopper's L2 is two partitions), a rate no
-    kernel with a real working set sees, so they are reported as points but do not set the plateau.
+    the plateau (an H200 read 13-18 TB/s at 1-2 MiB against ~9.4 TB/s from 15 to 30 MiB): a set
+    with fewer chunks than the grid has blocks makes blocks read the same chunks at once, and
+    such requests are merged before L2 (docs/measuring.md, section 3). That is a rate no kernel
+    with a real working set sees, so these sets are reported as points but do not set the plateau.
     """
     inside = [p for p in points if l2_bytes // 8 <= p.working_set_bytes <= l2_bytes // 2]
     return max(inside or list(points), key=lambda p: p.tbps_median)
