@@ -348,7 +348,9 @@ def _draw_compute(ax: Any, roofs: _Roofs, x_hi: float) -> None:
         placed.append(y_label)
         ax.text(x_hi / 1.12, min(v for v in (m, d, s) if v) / 1.07 if below else y_label * 1.07,
                 f"{label}: " + ", ".join(parts), color=colour, fontsize=8.5, ha="right",
-                va="top" if below else "bottom", fontweight="bold")
+                va="top" if below else "bottom", fontweight="bold", zorder=6,
+                # Over the ceilings' own lines (three per unit, close together), not under them.
+                bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "none", "pad": 0.8})
         if m and hbm_m:
             r = m / hbm_m
             ax.plot([r], [m], marker="o", markersize=6, color=colour, zorder=5)
