@@ -90,7 +90,7 @@ std::vector<BwResult> run_bandwidth(int device, const std::string& pattern, std:
 // (contiguous stretch per block), "cg_pipe" (grid-stride, next chunk's loads in flight while the
 // current one is folded). See bandwidth.cu's L2 kernels.
 // `shared_starts`: keep the passes nearest the target even when the spread order's blocks then
-// share start points (to measure what shared reads do; bandwidth.cu, coprime_passes).
+// share start points (to measure what shared reads do; host_reference.hpp, coprime_passes).
 std::vector<BwResult> run_l2_read(int device, std::size_t working_set_bytes,
                                   std::size_t target_bytes_per_launch, int reps, int warmup,
                                   const std::vector<BwConfig>& configs, std::uint32_t seed,

@@ -9,8 +9,8 @@
 // check passed; failures are printed on stderr, one line each.
 #include <algorithm>
 #include <cstdint>
-#include <numeric>
 #include <cstdio>
+#include <numeric>
 #include <string>
 #include <vector>
 
