@@ -884,20 +884,20 @@ void fill_data(std::uint32_t* p, std::uint64_t nwords, std::uint32_t seed, bool 
 
 void poison(void* p, std::size_t bytes, cudaStream_t s) {
   // All bits set: a NaN as float32 and no hash value's likely twin; unwritten words then fail.
-  CUDA_CHECK(cudaMemsetAsync(p, 0xff, bytes, s));
+  fill(s, p, 0xff, bytes);
 }
 
 // Copies the spot-check regions of the destination back and compares every word in them with
 // `expected(i)`; returns the words compared.
 template <typename Expected>
-std::size_t spot_check(const std::uint32_t* dev, std::uint64_t nwords, std::uint32_t seed,
+std::size_t spot_check(cudaStream_t s, const std::uint32_t* dev, std::uint64_t nwords, std::uint32_t seed,
                        const char* pattern, Expected&& expected) {
   const ref::SpotRegions regions = ref::spot_regions(nwords, seed);
   const std::uint64_t len = regions.len;
   std::vector<std::uint32_t> host(len);
   std::size_t checked = 0;
   for (std::uint64_t start : regions.starts) {
-    CUDA_CHECK(cudaMemcpy(host.data(), dev + start, len * sizeof(std::uint32_t), cudaMemcpyDeviceToHost));
+    download(s, host.data(), dev + start, len * sizeof(std::uint32_t));
     const ref::Mismatches bad = ref::compare_words(host.data(), start, len, expected);
     ROOFLINE_VERIFY(bad.count == 0, pattern << ": " << bad.count << " of " << len << " words from word " << start
                                             << " differ from the host's values; first at word " << bad.first
@@ -909,9 +909,9 @@ std::size_t spot_check(const std::uint32_t* dev, std::uint64_t nwords, std::uint
   return checked;
 }
 
-std::uint32_t device_checksum(const std::uint32_t* partials, unsigned blocks) {
+std::uint32_t device_checksum(cudaStream_t stream, const std::uint32_t* partials, unsigned blocks) {
   std::vector<std::uint32_t> host(blocks);
-  CUDA_CHECK(cudaMemcpy(host.data(), partials, blocks * sizeof(std::uint32_t), cudaMemcpyDeviceToHost));
+  download(stream, host.data(), partials, blocks * sizeof(std::uint32_t));
   std::uint32_t s = 0;
   for (std::uint32_t v : host) s += v;
   return s;
@@ -933,18 +933,19 @@ struct CheckInputs {
 };
 
 // Checks the output the timed launches left, as the pattern's row says; raises VerificationError.
-void verify(const PatternSpec& p, const CheckInputs& in, BwVerification& v) {
+// The read-backs are queued on the stream that ran the launches, so they follow the last of them.
+void verify(cudaStream_t s, const PatternSpec& p, const CheckInputs& in, BwVerification& v) {
   if (p.check & kChecksum) {
     v.method = "checksum";
     v.checked_words = in.read_words;
     v.expected = in.expected_sum;
-    v.observed = device_checksum(in.partials, in.blocks);
+    v.observed = device_checksum(s, in.partials, in.blocks);
     ROOFLINE_VERIFY(v.observed == v.expected, p.name << ": kernel checksum 0x" << std::hex << v.observed
                                                      << " != host checksum 0x" << v.expected << std::dec
                                                      << " over " << in.read_words << " words");
   }
   if (p.check & kSpotCheck) {
-    v.checked_words += spot_check(in.dst, in.dst_words, in.seeds.run, p.name,
+    v.checked_words += spot_check(s, in.dst, in.dst_words, in.seeds.run, p.name,
                                   [&](std::uint64_t i) { return p.expected(in.seeds, i); });
     v.method = v.method.empty() ? "spot-check" : v.method + "+spot-check";
   }
@@ -977,7 +978,7 @@ void time_and_verify(const PatternSpec& p, const Kernel& k, const Grid& g, const
   });
   r.timed_end_s = steady_clock_s();
   in.blocks = g.blocks;
-  verify(p, in, r.verification);
+  verify(stream, p, in, r.verification);
 }
 
 // The largest grid any configuration can use: it sizes the per-block partial sums.

@@ -108,6 +108,16 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+// A stream that does not synchronise with the legacy default stream (so another library's work on
+// stream 0 in this process never serialises with a measurement). The price, and the cause of the
+// wrong data of issue 29: cudaMemcpy / cudaMemset / cudaMemcpyToSymbol without a stream run on the
+// legacy stream, which a Stream's kernels do NOT wait for. A fill issued that way could land after
+// the kernel it was meant to precede (the NaN poison overwrote finished results), and a pageable
+// cudaMemcpy host-to-device returns once the source is staged, before the device holds it. On an
+// idle card the legacy-stream work happened to finish first; under another process's memory
+// traffic it did not. So every transfer and fill of the measuring path goes through the
+// stream-ordered helpers below, on the stream that runs the kernels; tests/test_check_native_order.py
+// refuses a bare cudaMemcpy/cudaMemset anywhere in csrc/ outside this file.
 class Stream {
  public:
   Stream() { CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
@@ -124,6 +134,22 @@ class Stream {
  private:
   cudaStream_t s_ = nullptr;
 };
+
+// Stream-ordered transfers and fills (see Stream). Each is queued on `s` behind every kernel already
+// queued there and ahead of every later one. upload and download also wait for the copy: the host
+// buffer (often pageable, often a temporary) is then free to go, and a download's data is there.
+inline void upload(cudaStream_t s, void* dst, const void* src, std::size_t bytes) {
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));
+}
+inline void download(cudaStream_t s, void* dst, const void* src, std::size_t bytes) {
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));
+}
+// No wait: the fill is ordered before the stream's next kernel, which is all a fill needs.
+inline void fill(cudaStream_t s, void* dst, int byte, std::size_t bytes) {
+  CUDA_CHECK(cudaMemsetAsync(dst, byte, bytes, s));
+}
 
 // A start/stop pair of CUDA events; elapsed_ms() synchronizes on the stop event.
 class EventPair {

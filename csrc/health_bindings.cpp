@@ -53,6 +53,8 @@ py::dict health_dict(const nvml::HealthInfo& h) {
   r["temperature_shutdown_c"] = opt(h.temperature_shutdown_c);
   r["temperature_gpu_max_c"] = opt(h.temperature_gpu_max_c);
   r["compute_processes"] = processes(h.compute_processes);
+  r["utilization_gpu_pct"] = opt(h.utilization_gpu_pct);
+  r["utilization_memory_pct"] = opt(h.utilization_memory_pct);
   return r;
 }
 
@@ -63,7 +65,8 @@ void bind_health(py::module_& m) {
     return health_dict(nvml::health_info(nvml::handle_by_pci_bus_id(bus_id)));
   }, py::arg("pci_bus_id"),
   "ECC error counts, retired pages / remapped rows, PCIe link now and at most, temperature and its "
-  "thresholds, and the compute processes of one GPU (by PCI bus id); None where not reported. "
+  "thresholds, the compute processes and the utilisation of one GPU (by PCI bus id); None where not "
+  "reported. "
   "Raises NvmlError when NVML is unusable.");
 }
 

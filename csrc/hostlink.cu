@@ -142,7 +142,7 @@ HostLinkResult time_h2d(int device, const Stream& stream, const DeviceBuffer& de
                         std::size_t bytes, int reps, int warmup, std::uint32_t seed, HostLinkFault fault) {
   const std::uint64_t nwords = bytes / 4;
   const std::uint32_t expected = fill_host(host.words(), nwords, seed);
-  CUDA_CHECK(cudaMemsetAsync(dev.get(), 0xFF, bytes, stream.get()));
+  fill(stream.get(), dev.get(), 0xFF, bytes);
   const std::size_t n = copy_bytes(bytes, fault == HostLinkFault::Short);
   HostLinkResult r;
   r.direction = "h2d";
@@ -150,13 +150,12 @@ HostLinkResult time_h2d(int device, const Stream& stream, const DeviceBuffer& de
     CUDA_CHECK(cudaMemcpyAsync(dev.get(), host.get(), n, cudaMemcpyHostToDevice, s));
   });
   DeviceBuffer sum(sizeof(std::uint32_t));
-  CUDA_CHECK(cudaMemsetAsync(sum.get(), 0, sizeof(std::uint32_t), stream.get()));
+  fill(stream.get(), sum.get(), 0, sizeof(std::uint32_t));
   sum_kernel<<<grid_for(device, bytes / 16), kThreads, 0, stream.get()>>>(dev.get<uint4>(), bytes / 16,
                                                                           sum.get<std::uint32_t>());
   CUDA_CHECK_LAUNCH();
   std::uint32_t observed = 0;
-  CUDA_CHECK(cudaMemcpyAsync(&observed, sum.get(), sizeof observed, cudaMemcpyDeviceToHost, stream.get()));
-  stream.synchronize();
+  download(stream.get(), &observed, sum.get(), sizeof observed);
   ROOFLINE_VERIFY(observed == expected, "host-to-device copy of " << bytes << " bytes: the device's sum of the "
                   "words it received is 0x" << std::hex << observed << ", the host's is 0x" << expected);
   r.verification = {"checksum", static_cast<std::size_t>(nwords), expected, observed, 0};

@@ -27,6 +27,12 @@ struct PciInfo {
 
 enum ClockType : int { kGraphics = 0, kSm = 1, kMem = 2 };
 
+// nvmlUtilization_t: percent of the last sample period (1/6 s to 1 s) in which a kernel ran, and in
+// which device memory was read or written.
+struct Utilization {
+  unsigned gpu, memory;
+};
+
 struct Api {
   void* lib = nullptr;
   Return (*init)() = nullptr;
@@ -68,6 +74,7 @@ struct Api {
   Return (*pcie_replays)(Device, unsigned*) = nullptr;
   Return (*c2c_mode)(Device, unsigned*) = nullptr;  // nvmlC2cModeInfo_v1_t is one unsigned
   Return (*temp_threshold)(Device, int, unsigned*) = nullptr;
+  Return (*utilization)(Device, Utilization*) = nullptr;
 };
 
 // nvmlProcessInfo_t as the _v2 and _v3 process queries fill it (the only ones resolved below).
@@ -164,6 +171,7 @@ void load() {
   resolve(lib, a.pcie_replays, {"nvmlDeviceGetPcieReplayCounter"});
   resolve(lib, a.c2c_mode, {"nvmlDeviceGetC2cModeInfoV"});
   resolve(lib, a.temp_threshold, {"nvmlDeviceGetTemperatureThreshold"});
+  resolve(lib, a.utilization, {"nvmlDeviceGetUtilizationRates"});
   if (!a.init || !a.count || !a.by_index || !a.name || !a.uuid || !a.pci || !a.error_string) {
     g_failure.emplace(13, "NVML_ERROR_FUNCTION_NOT_FOUND",
                       "libnvidia-ml.so.1 lacks required entry points (driver too old?)");
@@ -435,6 +443,13 @@ HealthInfo health_info(Device d) {
   fill_link(d, h);
   fill_temperature(d, h);
   h.compute_processes = compute_processes(d);
+  if (g_api.utilization) {
+    Utilization u{};
+    if (g_api.utilization(d, &u) == kSuccess) {
+      h.utilization_gpu_pct = u.gpu;
+      h.utilization_memory_pct = u.memory;
+    }
+  }
   return h;
 }
 

@@ -95,6 +95,10 @@ struct HealthInfo {
     std::optional<std::uint64_t> used_bytes;
   };
   std::optional<std::vector<Process>> compute_processes;
+  // nvmlDeviceGetUtilizationRates: percent of NVML's last sample period (1/6 s to 1 s) in which a
+  // kernel ran / device memory was busy, whoever's. Read before this process uses the GPU, it says
+  // whether someone else does, even one whose process a container hides from the list above.
+  std::optional<unsigned> utilization_gpu_pct, utilization_memory_pct;
 };
 
 // Loads the library and calls nvmlInit_v2 once; throws NvmlError (code -1 when the library itself

@@ -121,17 +121,17 @@ class Bench {
             {"unroll", kUnroll},               {"iterations", iterations}};
   }
 
-  Verification verify(bool corrupt) const {
+  Verification verify(cudaStream_t stream, bool corrupt) const {
     const long long threads = plan_.threads();
     std::vector<T> seeds = make_seeds<T>(threads * kChains);
     DeviceBuffer d_seeds(seeds.size() * sizeof(T)), d_out(threads * sizeof(T));
-    CUDA_CHECK(cudaMemcpy(d_seeds.get(), seeds.data(), seeds.size() * sizeof(T), cudaMemcpyHostToDevice));
+    upload(stream, d_seeds, seeds);
     if (corrupt) {  // after the host kept its copy: the device now computes from a different seed
       T bad = seeds[0] * static_cast<T>(3) + static_cast<T>(1);
-      CUDA_CHECK(cudaMemcpy(d_seeds.get(), &bad, sizeof(T), cudaMemcpyHostToDevice));
+      roofline::upload(stream, d_seeds.get(), &bad, sizeof(T));
     }
     const long long iters = verification_iterations(c_, 2);
-    const std::vector<T> out = run_for_verification<T>(d_out, threads, [&](cudaStream_t s) {
+    const std::vector<T> out = run_for_verification<T>(stream, d_out, threads, [&](cudaStream_t s) {
       launch_fma<T>(plan_, s, d_seeds.get<T>(), iters, d_out.get<T>());
     });
 
@@ -153,17 +153,17 @@ class Bench {
     return check.done(iters);
   }
 
-  void prepare() {
+  void prepare(cudaStream_t stream) {
     const long long threads = plan_.threads();
     std::vector<T> seeds = make_seeds<T>(threads * kChains);
     d_seeds_ = DeviceBuffer(seeds.size() * sizeof(T));
     d_out_ = DeviceBuffer(threads * sizeof(T));
-    CUDA_CHECK(cudaMemcpy(d_seeds_.get(), seeds.data(), seeds.size() * sizeof(T), cudaMemcpyHostToDevice));
+    upload(stream, d_seeds_, seeds);
   }
   void launch(cudaStream_t s, long long iterations, unsigned long long* probe) {
     launch_fma<T>(plan_, s, d_seeds_.get<T>(), iterations, d_out_.get<T>(), probe);
   }
-  void check_status() const {}  // the SIMT kernel exists for every target
+  void check_status(cudaStream_t) const {}  // the SIMT kernel exists for every target
 
  private:
   Precision p_;

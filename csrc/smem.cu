@@ -150,11 +150,11 @@ Plan plan_for(int device, const SmemKernel& k, const SmemConfig& c, int sms) {
 }
 
 // Compares every thread's sum with the host's; raises VerificationError naming the first wrong one.
-long long verify_sums(const std::uint32_t* dev, const SmemConfig& c, const Plan& p, long long passes,
+long long verify_sums(cudaStream_t s, const std::uint32_t* dev, const SmemConfig& c, const Plan& p, long long passes,
                       std::uint32_t seed) {
   const std::uint64_t n = static_cast<std::uint64_t>(p.grid) * c.threads;
   std::vector<std::uint32_t> got(n);
-  CUDA_CHECK(cudaMemcpy(got.data(), dev, n * sizeof(std::uint32_t), cudaMemcpyDeviceToHost));
+  download(s, got.data(), dev, n * sizeof(std::uint32_t));
   const std::uint64_t words = p.smem / 4;
   const std::uint32_t width_words = static_cast<std::uint32_t>(c.width / 4);
   std::uint64_t bad = 0, first = 0;
@@ -181,9 +181,9 @@ long long verify_sums(const std::uint32_t* dev, const SmemConfig& c, const Plan&
   return static_cast<long long>(n);
 }
 
-std::vector<double> clocks_of(const DeviceBuffer& probe, int warmup, int reps) {
+std::vector<double> clocks_of(cudaStream_t s, const DeviceBuffer& probe, int warmup, int reps) {
   std::vector<unsigned long long> host(2 * static_cast<std::size_t>(warmup + reps));
-  CUDA_CHECK(cudaMemcpy(host.data(), probe.get(), host.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+  download(s, host.data(), probe.get(), host.size() * sizeof(unsigned long long));
   std::vector<double> mhz;
   for (int i = warmup; i < warmup + reps; ++i) {
     const unsigned long long pair[2] = {host[2 * i], host[2 * i + 1]};
@@ -211,7 +211,7 @@ SmemResult measure_one(int device, const SmemConfig& c, int sms, int reps, int w
   Stream stream;
   DeviceBuffer out(static_cast<std::size_t>(p.grid) * c.threads * sizeof(std::uint32_t));
   DeviceBuffer probe(2 * sizeof(unsigned long long) * static_cast<std::size_t>(warmup + reps + 1));
-  CUDA_CHECK(cudaMemsetAsync(probe.get(), 0, probe.bytes(), stream.get()));
+  fill(stream.get(), probe.get(), 0, probe.bytes());
   unsigned long long* probe_p = probe.get<unsigned long long>();
   const int sizing_slot = warmup + reps;  // the sizing launches share one slot nobody reads
   auto sized = [&](cudaStream_t s, long long n) {
@@ -221,7 +221,7 @@ SmemResult measure_one(int device, const SmemConfig& c, int sms, int reps, int w
   r.passes = passes > 0 ? passes : compute::size_iterations(stream.get(), 64, target_ms, sized);
   // The fault runs one pass fewer than the host's sums assume.
   const long long run_passes = fault == SmemFault::Short ? std::max(0LL, r.passes - 1) : r.passes;
-  CUDA_CHECK(cudaMemsetAsync(out.get(), 0xff, out.bytes(), stream.get()));
+  fill(stream.get(), out.get(), 0xff, out.bytes());
   int slot = 0;
   r.timing = time_launches(stream.get(), warmup, reps, [&](cudaStream_t s) {
     k.launch(p.grid, p.smem, s, run_passes, seed, out.get<std::uint32_t>(), probe_p, slot++);
@@ -229,8 +229,8 @@ SmemResult measure_one(int device, const SmemConfig& c, int sms, int reps, int w
   });
   r.timed_end_s = steady_clock_s();
   r.bytes_per_launch = static_cast<std::size_t>(p.grid) * p.smem * static_cast<std::size_t>(r.passes);
-  r.kernel_clock_mhz = clocks_of(probe, warmup, reps);
-  r.checked_threads = verify_sums(out.get<std::uint32_t>(), c, p, r.passes, seed);
+  r.kernel_clock_mhz = clocks_of(stream.get(), probe, warmup, reps);
+  r.checked_threads = verify_sums(stream.get(), out.get<std::uint32_t>(), c, p, r.passes, seed);
   return r;
 }
 

@@ -288,7 +288,7 @@ class Bench {
             {"mma_n", Op::N},                 {"mma_k", Op::K}};
   }
 
-  Verification verify(bool corrupt) const {
+  Verification verify(cudaStream_t stream, bool corrupt) const {
     Operands o = random_operands(f_, p_, Op::M, Op::N, Op::K, 0xC0FFEEull + static_cast<int>(p_));
     std::vector<uint32_t> frags = pack<Op>(o, p_);
 
@@ -317,12 +317,12 @@ class Bench {
     const long long count = iters * kUnroll;  // MMAs into each accumulator
     const long long n_out = plan_.warps() * kAcc * Op::kC * 32;
     DeviceBuffer d_frags(frags.size() * 4), d_out(n_out * sizeof(Acc));
-    StatusWord status;
-    CUDA_CHECK(cudaMemcpy(d_frags.get(), frags.data(), frags.size() * 4, cudaMemcpyHostToDevice));
-    const std::vector<Acc> out = run_for_verification<Acc>(d_out, n_out, [&](cudaStream_t s) {
+    StatusWord status(stream);
+    upload(stream, d_frags, frags);
+    const std::vector<Acc> out = run_for_verification<Acc>(stream, d_out, n_out, [&](cudaStream_t s) {
       launch_mma<Op>(plan_, s, d_frags.get<uint32_t>(), iters, d_out.get<Acc>(), status.get());
     });
-    status.check(missing());
+    status.check(stream, missing());
 
     Checker check(tolerance(p_));
     for (long long w = 0; w < plan_.warps(); ++w)
@@ -337,19 +337,19 @@ class Bench {
     return check.done(iters);
   }
 
-  void prepare() {
+  void prepare(cudaStream_t stream) {
     Operands o = random_operands(f_, p_, Op::M, Op::N, Op::K, 0xBEEFull + static_cast<int>(p_));
     std::vector<uint32_t> frags = pack<Op>(o, p_);
     const long long n_out = plan_.warps() * kAcc * Op::kC * 32;
     d_frags_ = DeviceBuffer(frags.size() * 4);
     d_out_ = DeviceBuffer(n_out * sizeof(Acc));
-    CUDA_CHECK(cudaMemcpy(d_frags_.get(), frags.data(), frags.size() * 4, cudaMemcpyHostToDevice));
-    status_.reset();
+    upload(stream, d_frags_, frags);
+    status_.reset(stream);
   }
   void launch(cudaStream_t s, long long iterations, unsigned long long* probe) {
     launch_mma<Op>(plan_, s, d_frags_.get<uint32_t>(), iterations, d_out_.get<Acc>(), status_.get(), probe);
   }
-  void check_status() const { status_.check(missing()); }
+  void check_status(cudaStream_t stream) const { status_.check(stream, missing()); }
 
  private:
   static std::string missing() {

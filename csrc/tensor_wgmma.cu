@@ -444,15 +444,15 @@ struct Buffers {
 };
 
 template <class Op>
-Buffers upload(const Plan& p, const Tiles& t) {
+Buffers upload_tiles(cudaStream_t s, const Plan& p, const Tiles& t) {
   Buffers b;
   std::vector<unsigned char> img = image(t, p.layout);
   b.img = DeviceBuffer(img.size());
-  CUDA_CHECK(cudaMemcpy(b.img.get(), img.data(), img.size(), cudaMemcpyHostToDevice));
+  upload(s, b.img, img);
   if (p.layout.reg_a) {
     std::vector<uint32_t> f = a_fragments<Op>(t);
     b.frags = DeviceBuffer(f.size() * sizeof(uint32_t));
-    CUDA_CHECK(cudaMemcpy(b.frags.get(), f.data(), f.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
+    upload(s, b.frags, f);
   }
   b.n_out = static_cast<long long>(p.grid) * p.warpgroups * Op::kRegs * 128;
   b.out = DeviceBuffer(b.n_out * sizeof(typename Op::Acc));
@@ -511,7 +511,7 @@ class Bench {
             {"a_from_registers", plan_.layout.reg_a ? 1 : 0}};
   }
 
-  Verification verify(bool corrupt) const {
+  Verification verify(cudaStream_t stream, bool corrupt) const {
     Tiles t = random_tiles<Op>(p_, plan_.warpgroups, 0xD15EA5Eull + static_cast<int>(p_));
     // Exact reference per warpgroup: D_w = A_w * B^T (B is stored N x K), and each element's bound.
     const int K = t.k_elems;
@@ -535,14 +535,14 @@ class Bench {
       Element& e = t.a[0][0];
       e.bits ^= p_ == Precision::int8 ? 0x40u : (1u << (8 * t.elem_bytes - 1));
     }
-    Buffers buf = upload<Op>(plan_, t);
-    StatusWord status;
+    Buffers buf = upload_tiles<Op>(stream, plan_, t);
+    StatusWord status(stream);
     const long long iters = verification_iterations(c_, 1);
     const long long passes = iters * (kMmasPerGroup / kSteps);  // full-K products per accumulator
-    const std::vector<Acc> out = run_for_verification<Acc>(buf.out, buf.n_out, [&](cudaStream_t s) {
+    const std::vector<Acc> out = run_for_verification<Acc>(stream, buf.out, buf.n_out, [&](cudaStream_t s) {
       launch_wgmma<Op>(plan_, s, buf, iters, status.get(), nullptr);
     });
-    status.check(missing());
+    status.check(stream, missing());
 
     // Accumulator layout (PTX ISA, wgmma D fragments): thread t of the warpgroup, register i:
     // row = 16 * (t / 32) + (t % 32) / 4 + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * (t % 4) + i % 2.
@@ -560,15 +560,15 @@ class Bench {
     return check.done(iters);
   }
 
-  void prepare() {
+  void prepare(cudaStream_t stream) {
     Tiles t = random_tiles<Op>(p_, plan_.warpgroups, 0xFACADEull + static_cast<int>(p_));
-    buf_ = upload<Op>(plan_, t);
-    status_.reset();
+    buf_ = upload_tiles<Op>(stream, plan_, t);
+    status_.reset(stream);
   }
   void launch(cudaStream_t s, long long iterations, unsigned long long* probe) {
     launch_wgmma<Op>(plan_, s, buf_, iterations, status_.get(), probe);
   }
-  void check_status() const { status_.check(missing()); }
+  void check_status(cudaStream_t stream) const { status_.check(stream, missing()); }
 
  private:
   static std::string missing() {
