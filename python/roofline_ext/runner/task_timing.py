@@ -215,7 +215,8 @@ def _time(fn, device: int, trials: int, warmup: int, flush) -> dict[str, Any]:
 
 def _header(path, dev, run_dtype, seed: int, made: str) -> dict[str, Any]:
     torch = _torch()
-    return {"task": str(path), "device": torch.cuda.get_device_name(dev), "dtype": str(run_dtype),
+    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
+    return {"task": str(path), "device": name, "dtype": str(run_dtype),
             "seed": seed, "inputs": made}
 
 
@@ -316,44 +317,110 @@ def time_compiled(path: str | Path, *, dtype: str | None = None, trials: int = D
 
 def time_candidate(path: str | Path, *, new: str | Path | None = None, dtype: str | None = None,
                    trials: int = DEFAULT_TRIALS, warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED,
-                   device: int = 0, inputs: str = "auto", correct_trials: int = 5) -> dict[str, Any]:
-    """Check a candidate (``ModelNew`` of ``new``, or of the task file) against the task's ``Model`` on
-    ``correct_trials`` input sets, and time it when it is correct.
+                   device: int = 0, inputs: str = "auto", correct_trials: int = 5, judge: str = "strict",
+                   judge_seed: int | None = None) -> dict[str, Any]:
+    """Judge a candidate (``ModelNew`` of ``new``, or of the task file) against the task's ``Model``
+    and time it when it is correct (:mod:`roofline_ext.judge.protocol`: correctness sets, checks
+    inside the timed loop, the all-stream measure, the fingerprint around it all).
 
-    Returns ``correctness`` (:func:`check_correctness`), ``t_new_ms`` and ``candidate_timing`` (None
-    when incorrect: its time would mean nothing), the device, dtype, seed and input placement.
+    Returns ``judgement`` (the verdict, :class:`~roofline_ext.model.verdict.Judgement`),
+    ``correctness`` (the sets run and passed, tolerance, largest difference), ``t_new_ms`` and
+    ``candidate_timing`` (None unless the verdict is ``correct``: any other time would mean nothing),
+    the device, dtype, seed and input placement. A candidate that is not correct asks for its worker
+    to be replaced (``_retire``), so that nothing it did can reach the next task.
     """
-    torch = _torch()
     task, dev, tdtype = _open(path, dtype, device)
-    unload_candidate = None
+    flush = L2Flush(device)
+
+    def time_fn(fn, before):
+        return _time(fn, device, trials, warmup, before)
+
     try:
-        if new is not None:
-            new_cls, unload_candidate = _load_candidate(new)
-        elif task.model_new_cls is not None:
-            new_cls = task.model_new_cls
-        else:
-            raise TaskError(f"{path}: defines no `ModelNew` and no candidate file was given",
-                            kind="no-model", path=path)
-        torch.manual_seed(seed)
-        init = task.init_inputs()
-        model = _build(task, task.model_cls, init, dev, tdtype, seed, "Model")
-        candidate = _build(task, new_cls, init, dev, tdtype, seed, "ModelNew")
-        args, made = make_inputs(task, dev, tdtype, seed, inputs)
-        result = _header(path, dev, _tolerance(args, tdtype)[0], seed, made)
-        result["candidate"] = str(new) if new is not None else "ModelNew in task"
-        with torch.no_grad():
-            ok = check_correctness(task, model, candidate, dev, tdtype, seed, correct_trials, inputs, args)
-            result["correctness"] = ok
-            result["t_new_ms"] = result["candidate_timing"] = None
-            if ok["ok"]:
-                del model  # the reference's memory is the candidate's to use while it is timed
-                timing = _time(lambda: candidate(*args), device, trials, warmup, L2Flush(device))
-                result["candidate_timing"], result["t_new_ms"] = timing, timing["median_ms"]
-        return result
+        return _judged(task, path, new, dev, tdtype, seed, inputs, correct_trials, judge, judge_seed,
+                       lambda j, cand, args: _timed_and_seen(j, cand, args, time_fn, trials, warmup, flush, device))
     finally:
         task.unload()
+
+
+def judge_candidate(path: str | Path, *, new: str | Path | None = None, dtype: str | None = None,
+                    seed: int = DEFAULT_SEED, correct_trials: int = 5, judge: str = "strict",
+                    judge_seed: int | None = None, device: str = "cpu") -> dict[str, Any]:
+    """The same judge without timing, on the CPU by default: ``analyze TASK --new CAND`` without
+    ``--time``, so a kernel repository's CI (or this project's CPU tests) can use it anywhere."""
+    task = load_task(path)
+    try:
+        dev = _torch().device(device)
+        tdtype = getattr(_torch(), task_dtype_name(dtype)) if dtype is not None else None
+        return _judged(task, path, new, dev, tdtype, seed, "cpu" if dev.type == "cpu" else "auto",
+                       correct_trials, judge, judge_seed, None)
+    finally:
+        task.unload()
+
+
+def _judged(task, path, new, dev, tdtype, seed: int, inputs: str, correct_trials: int, mode: str,
+            judge_seed: int | None, timed) -> dict[str, Any]:
+    from ..judge.guard import candidate_code
+    from ..judge.protocol import Judge
+
+    torch = _torch()
+    torch.manual_seed(seed)
+    init = task.init_inputs()
+    model = _build(task, task.model_cls, init, dev, tdtype, seed, "Model")
+    args, made = make_inputs(task, dev, tdtype, seed, inputs)
+    run_dtype, tol = _tolerance(args, tdtype)
+    judge = Judge.before_import(model, lambda s: make_inputs(task, dev, tdtype, s, inputs)[0], task.call, tol,
+                                mode=mode, seed=judge_seed, device=dev,
+                                namespaces=[("the task module", vars(task.module))])
+    unload_candidate = None
+    try:
+        with candidate_code():
+            if new is not None:
+                new_cls, unload_candidate = _load_candidate(new)
+            elif task.model_new_cls is not None:
+                new_cls = task.model_new_cls
+            else:
+                raise TaskError(f"{path}: defines no `ModelNew` and no candidate file was given",
+                                kind="no-model", path=path)
+            candidate = _build(task, new_cls, init, dev, tdtype, seed, "ModelNew")
+        result = _header(path, dev, run_dtype, seed, made)
+        result["candidate"] = str(new) if new is not None else "ModelNew in task"
+        result["t_new_ms"] = result["candidate_timing"] = None
+        ok = judge.correctness(candidate, args, correct_trials)
+        if ok and timed is not None:
+            timing = timed(judge, candidate, args)
+            if timing is not None and judge.judgement().scored:
+                result["candidate_timing"], result["t_new_ms"] = timing, timing["median_ms"]
+        verdict = judge.judgement()
+        result["judgement"] = verdict.to_dict()
+        result["correctness"] = _correctness(verdict, tol, correct_trials)
+        if not verdict.scored:
+            result["_retire"] = f"the candidate was judged {verdict.verdict.value}"
+        return result
+    finally:
         if unload_candidate is not None:
             unload_candidate()
+
+
+def _timed_and_seen(judge, candidate, args, time_fn, trials: int, warmup: int, flush, device: int):
+    """The timed loop with its checked trials, then the all-stream measure of the same calls."""
+    timing = judge.timed(candidate, args, time_fn, trials=trials, warmup=warmup, flush=flush)
+    if timing is not None:
+        judge.all_streams(candidate, args, timing["median_ms"], device)
+    return timing
+
+
+def _correctness(verdict, tol: float, sets: int) -> dict[str, Any]:
+    """The ``correctness`` record results carried before the verdict (kept: its keys are read)."""
+    from ..model.verdict import Verdict
+
+    ok = verdict.verdict is Verdict.CORRECT
+    failed_set = verdict.verdict is Verdict.INCORRECT
+    out: dict[str, Any] = {"ok": ok, "tolerance": tol, "max_abs_diff": verdict.evidence.get("max_abs_diff", 0.0),
+                           "rel_l2": verdict.evidence.get("rel_l2", 0.0), "mode": verdict.mode,
+                           "trials": verdict.checks, "passed": verdict.checks - int(failed_set)}
+    if not ok:
+        out["reason"] = verdict.reason
+    return out
 
 
 # --- the one-process-per-task path (--isolation process) ------------------------------------------

@@ -1,0 +1,321 @@
+"""What the candidate must not touch: a fingerprint taken before its import, checked again later.
+
+A candidate runs in the judge's process (its kernels need the same CUDA context), so it could
+replace what the judge and the timer call: ``torch.allclose``, ``torch.cuda.Event.elapsed_time``,
+``torch.cuda.Event`` itself, a tensor method, this package's comparison function (or only its
+``__code__``), the reference model's ``forward`` or its weights. :meth:`Guard.take` records, before
+the candidate is imported, the identity of every callable (and of its code, defaults and
+closure) in the namespaces that matter, the hooks and modes torch and Python consult on every call,
+the reference model's parameters, and the threads and child processes alive. :meth:`Guard.check`
+lists every difference, each a one-line reason; any one makes the candidate *invalid*. It is run
+before each comparison and before and after the timing, so a patch that is undone "after the
+check" is seen at the check.
+
+Names a namespace *gains* are not a change (torch imports submodules lazily), nor are modules the
+candidate imported: nothing of the judge calls them.
+
+An audit hook (:func:`arm_audit`) also records, while candidate code runs, calls that read the
+harness instead of computing: walking the garbage collector (``gc.get_objects``,
+``gc.get_referrers``, ``gc.get_referents``) and other threads' frames (``sys._current_frames``).
+"""
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+from types import FunctionType, ModuleType
+from typing import Any, Iterable
+
+import torch
+
+# Module-name prefixes whose namespaces are fingerprinted: torch's, ours, and the standard library
+# the judge and the timer run on.
+_MODULE_PREFIXES = ("torch", "roofline_ext")
+_STDLIB = ("builtins", "gc", "time", "math", "statistics", "threading", "os", "sys", "json", "secrets",
+           "random", "functools", "itertools", "operator", "copy", "inspect", "traceback", "warnings",
+           "contextlib", "struct", "pickle", "socket", "signal", "dataclasses", "numpy")
+# torch submodules that are data (op tables, generated docs), large and never what a judge calls.
+_SKIP = ("torch._refs", "torch._decomp", "torch._prims", "torch.testing._internal", "torch._dynamo",
+         "torch._inductor", "torch.fx", "torch.onnx", "torch._export", "torch.export", "torch.distributed",
+         "torch._functorch", "torch.ao", "torch.package", "torch.utils.data", "torch.utils.tensorboard")
+_AUDITED = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames"}
+
+
+def _is_watched(value: Any) -> bool:
+    return callable(value) or isinstance(value, (staticmethod, classmethod, property))
+
+
+def _functions_in(value: Any) -> list[FunctionType]:
+    """The Python functions behind a namespace entry, whose code a patch can swap in place."""
+    if isinstance(value, (staticmethod, classmethod)):
+        value = value.__func__
+    if isinstance(value, property):
+        return [f for f in (value.fget, value.fset, value.fdel) if isinstance(f, FunctionType)]
+    return [value] if isinstance(value, FunctionType) else []
+
+
+def _wanted(name: str) -> bool:
+    if name.startswith(_SKIP):
+        return False
+    return name.split(".")[0] in _MODULE_PREFIXES or name in _STDLIB
+
+
+@dataclass
+class Fingerprint:
+    """Each watched namespace (a module's or a class's live dict) with the callables it held, and
+    each distinct Python function with its code, defaults and closure.
+
+    Checking is a C-level subset test per namespace (``saved.items() <= live.items()``; a binding
+    that changed fails it) and one identity loop over the functions, so it costs milliseconds and
+    runs before every comparison and around every timing."""
+
+    spaces: list[tuple[str, Any, dict[str, Any]]]
+    functions: dict[int, tuple[FunctionType, Any, Any, Any, Any]]
+    modules: set[str] = field(default_factory=set)
+    modules_classes_done: set[str] = field(default_factory=set)
+
+    @classmethod
+    def take(cls, extra: Iterable[tuple[str, Any]] = ()) -> "Fingerprint":
+        """The watched namespaces now. The modules' part is taken once per process and reused (a
+        worker that judged a candidate as correct checked it unchanged at the end of the job, and
+        one that did not is replaced), so a later take scans only modules loaded since."""
+        global _BASE
+        if _BASE is None:
+            _BASE = cls([], {})
+            _BASE._add_modules()
+        fp = cls(list(_BASE.spaces), dict(_BASE.functions), set(_BASE.modules))
+        fp._add_modules()
+        classes: dict[int, tuple[str, type]] = {}
+        for label, obj in extra:
+            if isinstance(obj, type):
+                classes.setdefault(id(obj), (label, obj))
+            elif isinstance(obj, dict):
+                fp._add(label, obj, {k: v for k, v in obj.items() if _is_watched(v)})
+        for label, c in classes.values():
+            live = vars(c)
+            fp._add(label, live, {k: v for k, v in live.items() if _is_watched(v)})
+        return fp
+
+    def _add_modules(self) -> None:
+        classes: dict[int, tuple[str, type]] = {}
+        for name, mod in list(sys.modules.items()):
+            if name in self.modules or mod is None or not _wanted(name):
+                continue
+            live = getattr(mod, "__dict__", None)
+            if not isinstance(live, dict):
+                continue
+            self.modules.add(name)
+            saved = {k: v for k, v in list(live.items()) if not isinstance(v, ModuleType) and _is_watched(v)}
+            self._add(name, live, saved)
+            for k, v in saved.items():
+                if isinstance(v, type) and getattr(v, "__module__", None) == name:
+                    classes.setdefault(id(v), (f"{name}.{k}", v))
+        if "torch" not in self.modules_classes_done:
+            self.modules_classes_done.add("torch")
+            for c in (torch.Tensor, torch._C.TensorBase, torch.nn.Module, torch.cuda.Event, torch.cuda.Stream):
+                classes.setdefault(id(c), (f"{c.__module__}.{c.__qualname__}", c))
+        for label, c in classes.values():
+            live = vars(c)
+            self._add(label, live, {k: v for k, v in live.items() if _is_watched(v)})
+
+    def _add(self, label: str, live: Any, saved: dict[str, Any]) -> None:
+        self.spaces.append((label, live, saved))
+        for v in saved.values():
+            for f in _functions_in(v):
+                self.functions.setdefault(id(f), (f, f.__code__, f.__defaults__, f.__kwdefaults__, f.__closure__))
+
+    def changes(self) -> list[str]:
+        out = []
+        for label, live, saved in self.spaces:
+            try:
+                same = saved.items() <= live.items()
+            except Exception:  # a value with an odd __eq__: compare one by one
+                same = False
+            if not same:
+                out += [f"{label}.{k} was replaced or removed" for k, v in saved.items()
+                        if live.get(k, _MISSING) is not v]
+        for f, code, defaults, kwdefaults, closure in self.functions.values():
+            if f.__code__ is not code or f.__defaults__ is not defaults or f.__kwdefaults__ is not kwdefaults \
+                    or f.__closure__ is not closure:
+                out.append(f"{f.__module__}.{f.__qualname__}: its code, defaults or closure changed")
+        return out
+
+    def size(self) -> int:
+        return sum(len(s) for _, _, s in self.spaces)
+
+
+_MISSING = object()
+_BASE: Fingerprint | None = None
+
+
+def _hooks() -> dict[str, Any]:
+    """The process-wide hooks and modes every call may pass through."""
+    from torch.nn.modules import module as nn_module
+
+    hooks: dict[str, Any] = {
+        "sys.trace": sys.gettrace(), "sys.profile": sys.getprofile(),
+        "threading.trace": threading.gettrace() if hasattr(threading, "gettrace") else None,
+        "torch function modes": torch._C._len_torch_function_stack(),
+        "torch dispatch modes": torch._C._len_torch_dispatch_stack(),
+    }
+    for name in dir(nn_module):
+        if name.startswith("_global_") and name.endswith("hooks"):
+            hooks[f"torch.nn global {name[8:]}"] = tuple(getattr(nn_module, name).values())
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None:
+        hooks["sys.monitoring"] = tuple(monitoring.get_tool(i) for i in range(6))
+    return hooks
+
+
+def _children() -> set[int]:
+    """Child processes of this one that are still running (zombies have ended)."""
+    me, out = os.getpid(), set()
+    try:
+        tids = os.listdir(f"/proc/{me}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{me}/task/{tid}/children") as f:
+                out.update(int(p) for p in f.read().split())
+        except OSError:
+            continue
+    alive = set()
+    for pid in out:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("Z", "X"):
+            alive.add(pid)
+    return alive
+
+
+def _threads() -> dict[int, str]:
+    return {t.ident: t.name for t in threading.enumerate() if t.ident is not None and t.is_alive()}
+
+
+def _module_state(model: Any) -> dict[str, Any]:
+    """The reference model's code, hooks and weights, so a candidate cannot make it agree with itself."""
+    if not isinstance(model, torch.nn.Module):
+        return {}
+    out: dict[str, Any] = {}
+    for name, m in model.named_modules():
+        fwd = type(m).forward
+        out[f"{name or 'model'}.forward"] = (type(m), vars(m).get("forward"), fwd,
+                                              getattr(fwd, "__code__", None))
+        out[f"{name or 'model'}.hooks"] = tuple(len(getattr(m, h, {})) for h in (
+            "_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_state_dict_hooks"))
+    with torch.no_grad():
+        for name, t in [*model.named_parameters(), *model.named_buffers()]:
+            out[f"{name} (weights)"] = (t.data_ptr(), t.dtype, tuple(t.shape), digest(t))
+    return out
+
+
+def digest(t: torch.Tensor) -> tuple[float, float]:
+    """Two float64 sums that change when the values do (a candidate writing zeros, or copying)."""
+    if t.numel() == 0:
+        return (0.0, 0.0)
+    flat = t.detach().reshape(-1)
+    if flat.is_complex():
+        flat = torch.view_as_real(flat).reshape(-1)
+    if flat.dtype == torch.bool:
+        flat = flat.to(torch.uint8)
+    w = torch.arange(1, 1 + min(flat.numel(), 4099), device=flat.device, dtype=torch.float64)
+    head = float((flat[: w.numel()].to(torch.float64) * w).sum())  # order-sensitive on the first elements
+    return (float(flat.sum(dtype=torch.float64)), head)
+
+
+@dataclass
+class Guard:
+    """The fingerprint of one candidate's surroundings; :meth:`check` returns what changed."""
+
+    fingerprint: Fingerprint
+    hooks: dict[str, Any]
+    model: dict[str, Any]
+    threads: dict[int, str]
+    children: set[int]
+    reference: Any = None
+    audit_from: int = 0
+
+    @classmethod
+    def take(cls, reference: Any = None, extra: Iterable[tuple[str, Any]] = ()) -> "Guard":
+        """Before the candidate is imported: every identity, hook, weight, thread and child now."""
+        extra = tuple(extra)
+        if reference is not None:
+            extra += tuple((f"reference {type(m).__qualname__}", type(m)) for m in _modules_of(reference))
+        arm_audit()
+        return cls(Fingerprint.take(extra), _hooks(), _module_state(reference), _threads(), _children(),
+                   reference, len(_AUDIT_LOG))
+
+    def check(self, where: str) -> list[str]:
+        """Every change since :meth:`take`, as one-line reasons (empty: nothing changed)."""
+        reasons = self.fingerprint.changes()
+        hooks = _hooks()
+        reasons += [f"{name} changed" for name in self.hooks if not _same((self.hooks[name],), (hooks.get(name),))]
+        state = _module_state(self.reference)
+        reasons += [f"the reference model's {name} changed" for name, v in self.model.items()
+                    if state.get(name) != v]
+        new_threads = {i: n for i, n in _threads().items() if i not in self.threads}
+        if new_threads:
+            reasons.append(f"thread(s) started and still running: {', '.join(sorted(new_threads.values()))}")
+        children = _children() - self.children
+        if children:
+            reasons.append(f"child process(es) still running: {', '.join(map(str, sorted(children)))}")
+        reasons += [f"called {event}" for event in _AUDIT_LOG[self.audit_from:]]
+        return [f"{where}: {r}" for r in reasons]
+
+
+def _modules_of(model: Any) -> list[Any]:
+    return list(model.modules()) if isinstance(model, torch.nn.Module) else []
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return len(a) == len(b) and all(x is y or (type(x) is type(y) and _eq_plain(x, y)) for x, y in zip(a, b))
+
+
+def _eq_plain(x: Any, y: Any) -> bool:
+    # Numbers and tuples of them compare by value (hook counts); everything else by identity.
+    if isinstance(x, (int, float, str, bool, type(None))):
+        return x == y
+    if isinstance(x, tuple):
+        return _same(x, y)
+    return False
+
+
+# --- the audit hook --------------------------------------------------------------------------------
+
+_AUDIT_LOG: list[str] = []
+_armed = threading.local()
+_installed = False
+
+
+def arm_audit() -> None:
+    """Install the audit hook once per process (audit hooks cannot be removed)."""
+    global _installed
+    if not _installed:
+        sys.addaudithook(_audit)
+        _installed = True
+
+
+class candidate_code:
+    """``with candidate_code():`` around every call into the candidate: audited events are logged."""
+
+    def __enter__(self) -> None:
+        _armed.on = True
+
+    def __exit__(self, *exc: Any) -> None:
+        _armed.on = False
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event in _AUDITED and getattr(_armed, "on", False):
+        _AUDIT_LOG.append(event + " (the candidate read the harness's objects instead of computing)")
+
+
+def collect() -> None:
+    """A full collection, so that freed harness tensors are not found by a later candidate's walk."""
+    gc.collect()

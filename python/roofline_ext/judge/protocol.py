@@ -1,0 +1,335 @@
+"""How one candidate is judged: correctness sets, checks inside the timed loop, and the defences.
+
+The order is the defence (docs/scoring.md, "How a candidate is judged"):
+
+1. :meth:`Judge.before_import` fingerprints the judge's surroundings (:mod:`.guard`) *before* the
+   candidate is imported, and draws the run's seed.
+2. For each correctness set the candidate runs first, on inputs of its own, and its outputs are
+   copied to memory only the judge holds; only then does the reference run, on a copy of the
+   inputs the judge made before the candidate saw them. No reference output of those inputs
+   exists while candidate code runs, so there is nothing to read from the harness; the copies are
+   digested when made and checked before use, so a candidate cannot rewrite them either.
+3. Before every comparison the fingerprint is checked: a replaced function, a hook, a thread or
+   process, or a walk of the garbage collector makes the result *invalid*.
+4. Inside the timed loop, at two trials drawn from the OS's entropy (not from the seed), the
+   candidate gets fresh inputs: once a new set at fresh addresses, once new values written into
+   the timed tensors in place (same addresses). Their outputs are copied outside the events and
+   compared after the timing; a wrong one means the timed calls are not the checked calls.
+5. The event-timed median is held against an all-stream measure (:mod:`.streams`).
+
+The judge does not import the candidate, build models or make inputs itself: the caller passes
+those steps in, so one protocol serves the GPU timing worker and the CPU-only correctness check.
+"""
+from __future__ import annotations
+
+import math
+import secrets
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import torch
+
+from ..model.verdict import Judgement, Verdict
+from .compare import Comparison, compare_outputs, flatten
+from .guard import Guard, candidate_code, digest
+from .streams import check_all_streams
+
+TIMED_CHECKS = 2
+
+
+def draw_seed() -> int:
+    """A per-run seed for the judge's input sets, from the OS's entropy (reported, so replayable)."""
+    return secrets.randbelow(2**31 - 1) + 1
+
+
+@dataclass
+class _Captured:
+    kind: str          # "fresh" or "in-place"
+    trial: int
+    seed: int
+    pristine: list[Any]
+    digests: list[Any]
+    frozen: list[Any] | None = None
+    refusal: Comparison | None = None
+
+
+@dataclass
+class Judge:
+    """One candidate's judge. Make it with :meth:`before_import`; feed it the candidate's calls."""
+
+    guard: Guard
+    reference: Any
+    make_inputs: Callable[[int], list[Any]]
+    call: Callable[..., Any]          # task.call: user code, its failures as one-line TaskErrors
+    tolerance: float
+    mode: str = "strict"
+    seed: int = 1
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    checks: int = 0
+    timed_checks: int = 0
+    verdict: Judgement | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def before_import(cls, reference: Any, make_inputs: Callable[[int], list[Any]], call: Callable[..., Any],
+                      tolerance: float, *, mode: str = "strict", seed: int | None = None,
+                      device: torch.device | None = None, namespaces: Iterable[tuple[str, Any]] = ()) -> "Judge":
+        """Fingerprint everything the judge relies on, before any candidate code is imported."""
+        guard = Guard.take(reference, namespaces)
+        return cls(guard, reference, make_inputs, call, tolerance, mode, seed or draw_seed(),
+                   device or torch.device("cpu"))
+
+    # --- the verdict -------------------------------------------------------------------------------
+
+    @property
+    def decided(self) -> bool:
+        return self.verdict is not None
+
+    def _invalid(self, defence: str, reason: str, **evidence: Any) -> None:
+        if self.verdict is None:
+            self.verdict = self._judgement(Verdict.INVALID, reason, defence, evidence)
+
+    def _incorrect(self, reason: str, comparison: Comparison) -> None:
+        if self.verdict is None:
+            self.verdict = self._judgement(Verdict.INCORRECT, reason, None, {"comparison": comparison.to_dict()})
+
+    def _judgement(self, verdict: Verdict, reason: str | None, defence: str | None,
+                   evidence: dict[str, Any]) -> Judgement:
+        return Judgement(verdict, reason, defence, {**self.evidence, **evidence}, self.mode, self.seed,
+                         self.checks, self.timed_checks)
+
+    def judgement(self) -> Judgement:
+        """The verdict: the first defence or comparison that refused, else ``correct``."""
+        return self.verdict or self._judgement(Verdict.CORRECT, None, None, {})
+
+    def _guarded(self, where: str) -> bool:
+        changes = self.guard.check(where)
+        if changes:
+            self._invalid(_defence_of(changes[0]), changes[0], changes=changes[:20])
+        return not changes
+
+    # --- correctness -------------------------------------------------------------------------------
+
+    def correctness(self, candidate: Any, first_inputs: list[Any] | None, sets: int) -> bool:
+        """Run ``sets`` input sets (the first the timed one when given, the rest from the run's seed);
+        True when every one matched and no defence fired."""
+        for i in range(max(1, sets)):
+            inputs = first_inputs if (i == 0 and first_inputs is not None) else self.make_inputs(self.seed + i)
+            if not self._one_set(candidate, inputs, f"input set {i + 1} of {sets}"):
+                return False
+        return True
+
+    def _one_set(self, candidate: Any, inputs: list[Any], label: str) -> bool:
+        pristine = _clone(inputs)
+        digests = _digests(pristine)
+        with torch.no_grad(), candidate_code():
+            out = self.call(candidate, "ModelNew.forward", "forward", *inputs)
+        self._sync()
+        frozen, refusal = self._freeze(out)
+        aliased = _aliases(out, inputs) if refusal is None else []
+        del out
+        return self._judge_outputs(frozen, refusal, inputs, pristine, digests, aliased, label)
+
+    def _judge_outputs(self, frozen: list[Any] | None, refusal: Comparison | None, inputs: list[Any] | None,
+                       pristine: list[Any], digests: list[Any], aliased: list[tuple[int, int]], label: str,
+                       defence_if_wrong: str | None = None) -> bool:
+        self.checks += defence_if_wrong is None
+        if not self._guarded(f"before comparing {label}"):
+            return False
+        if _digests(pristine) != digests:
+            self._invalid("harness", f"{label}: the judge's own copy of the inputs was changed while the "
+                                     "candidate ran")
+            return False
+        if refusal is not None:
+            return self._refused(label, refusal, defence_if_wrong)
+        with torch.no_grad():
+            ref = self.call(self.reference, "Model.forward", "forward", *pristine)
+        self._sync()
+        for o, j in aliased:
+            if inputs is not None and _digest_one(inputs[j]) == digests[j] and not _aliases_any(ref, pristine[j]):
+                self._invalid("alias", f"{label}: output {o} shares memory with input {j}, which the call did not "
+                                       "write (and the reference's output does not alias its input)")
+                return False
+        assert frozen is not None
+        comparison = compare_outputs(ref, frozen, self.tolerance, self.mode)
+        _scrub(ref, keep=[*pristine, *_weights(self.reference)])
+        del ref
+        if not comparison.ok:
+            return self._refused(label, comparison, defence_if_wrong)
+        self.evidence["max_abs_diff"] = max(self.evidence.get("max_abs_diff", 0.0), comparison.max_abs_diff)
+        self.evidence["rel_l2"] = max(self.evidence.get("rel_l2", 0.0), comparison.rel_l2)
+        return True
+
+    def _refused(self, label: str, comparison: Comparison, defence: str | None) -> bool:
+        if defence is None:
+            self._incorrect(f"{label}: {comparison.reason}", comparison)
+        else:
+            self._invalid(defence, f"{label}: {comparison.reason} (the checked calls were right: the timed "
+                                   "calls are not the calls that were checked)", comparison=comparison.to_dict())
+        return False
+
+    def _freeze(self, out: Any) -> tuple[list[Any] | None, Comparison | None]:
+        """The outputs' leaves, copied to memory only the judge holds (None and the refusal when a
+        leaf cannot be judged strictly: its type is not exactly a tensor)."""
+        leaves = flatten(out)
+        frozen = []
+        for i, t in enumerate(leaves):
+            if isinstance(t, torch.Tensor):
+                if type(t) is not torch.Tensor and self.mode == "strict":
+                    name = f"{type(t).__module__}.{type(t).__qualname__}"
+                    return None, Comparison(False, self.tolerance, f"output {i} is a {name}, not a torch.Tensor",
+                                            "type")
+                frozen.append(t.detach().as_subclass(torch.Tensor).clone())
+            else:
+                frozen.append(t)
+        return frozen, None
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    # --- the timed loop ----------------------------------------------------------------------------
+
+    def timed(self, candidate: Any, args: list[Any], time_fn: Callable[..., dict[str, Any]], *, trials: int,
+              warmup: int, flush: Callable[[], None]) -> dict[str, Any] | None:
+        """Time ``candidate(*args)`` with ``time_fn(fn, before=...)``, two trials of it checked on fresh
+        inputs; None when a defence fired before or during the timing."""
+        if not self._guarded("before timing"):
+            return None
+        picks = secrets.SystemRandom().sample(range(warmup, warmup + trials), min(TIMED_CHECKS, trials))
+        plan = dict(zip(picks, ("fresh", "in-place")))
+        state: dict[str, Any] = {"n": 0, "inputs": args, "pending": None}
+        captured: list[_Captured] = []
+
+        def before() -> None:
+            flush()
+            self._capture_pending(state)
+            kind = plan.get(state["n"])
+            if kind is not None:
+                cap = self._prepare(kind, state["n"], args, 1000 + len(captured), state)
+                captured.append(cap)
+                state["pending"] = cap
+
+        def fn() -> Any:
+            state["n"] += 1
+            out = candidate(*state["inputs"])
+            if state["pending"] is not None:
+                state["out"], state["inputs"] = out, args
+            return out
+
+        with torch.no_grad(), candidate_code():
+            timing = time_fn(fn, before)
+        self._capture_pending(state)
+        if not self._guarded("after timing"):
+            return None
+        for cap in captured:
+            self.timed_checks += 1
+            label = f"the timed call of trial {cap.trial - warmup + 1} ({cap.kind} inputs, seed {cap.seed})"
+            if not self._judge_outputs(cap.frozen, cap.refusal, None, cap.pristine, cap.digests, [], label,
+                                       defence_if_wrong="timed-output"):
+                return None
+        return timing
+
+    def _prepare(self, kind: str, trial: int, args: list[Any], k: int, state: dict[str, Any]) -> _Captured:
+        seed = self.seed + k
+        fresh = self.make_inputs(seed)
+        if kind == "in-place":
+            # Same tensors, new values: a cache keyed on the inputs' addresses is now stale.
+            for a, f in zip(args, fresh):
+                if isinstance(a, torch.Tensor) and isinstance(f, torch.Tensor) and a.shape == f.shape:
+                    a.copy_(f)
+            fresh = args
+        else:
+            state["inputs"] = fresh
+        pristine = _clone(fresh)
+        self._sync()
+        return _Captured(kind, trial, seed, pristine, _digests(pristine))
+
+    def _capture_pending(self, state: dict[str, Any]) -> None:
+        cap = state.get("pending")
+        if cap is None or "out" not in state:
+            return
+        self._sync()  # whatever the candidate left running on any stream finishes before the copy
+        cap.frozen, cap.refusal = self._freeze(state.pop("out"))
+        state["pending"] = None
+
+    # --- all the work ------------------------------------------------------------------------------
+
+    def all_streams(self, candidate: Any, args: list[Any], event_ms: float, device: int) -> bool:
+        """The event time against the all-stream measure; False (and invalid) when work was unseen."""
+        with torch.no_grad(), candidate_code():
+            check = check_all_streams(lambda: candidate(*args), event_ms, device)
+        self.evidence["all_streams"] = check.to_dict()
+        if not check.ok:
+            self._invalid("all-streams", check.reason or "work the timing events did not see",
+                          all_streams=check.to_dict())
+            return False
+        return self._guarded("after the all-stream check")
+
+
+def _defence_of(change: str) -> str:
+    if "thread(s) started" in change or "child process" in change:
+        return "thread"
+    if ": called " in change:
+        return "inspection"
+    if "the reference model's" in change:
+        return "harness"
+    return "identity"
+
+
+# --- tensors the judge holds ------------------------------------------------------------------------
+
+def _weights(model: Any) -> list[Any]:
+    if not isinstance(model, torch.nn.Module):
+        return []
+    return [*model.parameters(), *model.buffers()]
+
+
+def _clone(inputs: list[Any]) -> list[Any]:
+    return [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def _digest_one(x: Any) -> Any:
+    return digest(x) if isinstance(x, torch.Tensor) else repr(x)[:200]
+
+
+def _digests(inputs: list[Any]) -> list[Any]:
+    return [_digest_one(x) for x in inputs]
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    s = t.untyped_storage()
+    return s.data_ptr(), s.data_ptr() + s.nbytes()
+
+
+def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    (a0, a1), (b0, b1) = _span(a), _span(b)
+    return a0 < b1 and b0 < a1
+
+
+def _aliases(out: Any, inputs: list[Any]) -> list[tuple[int, int]]:
+    """(output leaf, input) pairs that share storage."""
+    leaves = flatten(out)
+    return [(o, j) for o, t in enumerate(leaves) if isinstance(t, torch.Tensor)
+            for j, x in enumerate(inputs) if isinstance(x, torch.Tensor) and _overlap(t, x)]
+
+
+def _aliases_any(out: Any, x: Any) -> bool:
+    return isinstance(x, torch.Tensor) and any(isinstance(t, torch.Tensor) and _overlap(t, x) for t in flatten(out))
+
+
+def _scrub(out: Any, keep: list[Any]) -> None:
+    """Overwrite the reference's outputs before they are freed, so that memory a later allocation
+    reuses (``torch.empty`` in a candidate) never holds a right answer."""
+    for t in flatten(out):
+        if not isinstance(t, torch.Tensor) or any(isinstance(k, torch.Tensor) and _overlap(t, k) for k in keep):
+            continue
+        try:
+            if t.is_floating_point() or t.is_complex():
+                t.detach().fill_(math.nan)
+            else:
+                t.detach().zero_()
+        except RuntimeError:  # an output that cannot be written (an expanded view): leave it
+            continue
