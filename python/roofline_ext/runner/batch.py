@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import secrets
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ from .analyze import analyze_batch, analyze_task, error_result
 from .candidates import Candidate
 from .jobs import COUNT, GPU_BACKEND, TIME_CANDIDATE, TIME_REFERENCE
 from .pool import Job, Outcome, Pool
-from .timed import analyze_and_time, candidate_record, merge_timing
+from .timed import analyze_and_time, candidate_record, merge_judged, merge_timing
 
 ISOLATIONS = ("pool", "fresh", "process")
 # What timing jobs run, by name, in the timing workers. Module-level so that tests can point them
@@ -44,8 +45,11 @@ TIME_CANDIDATE_FN = TIME_CANDIDATE
 # --compile: torch.compile(Model) is a job of its own after the reference's, and every timing
 # worker warms the compiler up once before its snapshot (docs/runner.md, "torch.compile").
 TIME_COMPILED_FN = "roofline_ext.runner.task_timing:time_compiled"
+# --new without --time: the same judge, correctness only, in a counting worker (on the CPU).
+JUDGE_CANDIDATE_FN = "roofline_ext.runner.task_timing:judge_candidate"
 COMPILE_WARM_UP_FN = "roofline_ext.runner.compiling:warm_up"
 DEFAULT_COUNT_TIMEOUT_S = 60.0
+JUDGE_CORRECT_TRIALS = 5
 DEFAULT_TIME_TIMEOUT_S = 600.0
 
 
@@ -85,6 +89,10 @@ class BatchOptions:
     # (one extra profiled run, runner.kernel_profile), held to its op's floor with this L2 figure.
     ops: bool = False
     l2_tbps: float | None = None
+    # The judge (docs/scoring.md): "strict" or KernelBench's "kernelbench" comparison, and the seed
+    # of its input sets (None: drawn once per run from the OS's entropy, and reported).
+    judge: str = "strict"
+    judge_seed: int | None = None
 
 
 class TaskFailed(RooflineError):
@@ -132,11 +140,14 @@ class _Batch:
         self.counts: dict[int, tuple[Counts, float]] = {}
         self.in_hand: list[str] = []
         self.stop_at: int | None = None  # a task that raised KeyboardInterrupt
+        self.judge_seed = opts.judge_seed if opts.judge_seed is not None else secrets.randbelow(2**31 - 1) + 1
 
     def run(self) -> list[dict[str, Any]]:
         if self.opts.timing is not None:
             self.pool.prestart(self.opts.timing.devices)  # CUDA starts while the tasks are counted
         self._count_all()
+        if self.opts.timing is None and self.opts.candidates is not None and self.counts:
+            self._judge_all()
         self.pool.release_cpu()
         if self.opts.timing is not None and self.counts:
             self._time_all()
@@ -159,7 +170,7 @@ class _Batch:
                 continue
             counts = Counts(**out.value)
             counts.path = str(self.paths[i])  # as the user gave it, as counting in-process said it
-            if self.opts.timing is None:
+            if self.opts.timing is None and not self._judged_untimed(i):
                 result = self._analyze(i, counts, wall_s=out.wall_s)
                 if out.replaced:
                     result["worker_replaced"] = out.replaced
@@ -242,7 +253,8 @@ class _Batch:
 
     def _candidate_job(self, i: int, k: int, cand: Candidate, device: int) -> Job:
         kwargs = {**self._common(i, device), "new": str(cand.path) if cand.path else None,
-                  "correct_trials": self._timing().correct_trials}
+                  "correct_trials": self._timing().correct_trials, "judge": self.opts.judge,
+                  "judge_seed": self.judge_seed}
         return Job((i, k), TIME_CANDIDATE_FN, kwargs, self._timing().timeout_s, device=device,
                    label=f"time {self.paths[i].stem} ({cand.label})", error_kind="error")
 
@@ -286,6 +298,37 @@ class _Batch:
         if out.replaced:
             rec["worker_replaced"] = out.replaced
         return rec
+
+    # --- judging without timing (--new without --time) ------------------------------------------
+
+    def _judged_untimed(self, i: int) -> bool:
+        return self.opts.candidates is not None and bool(self.opts.candidates.get(self.paths[i]))
+
+    def _judge_all(self) -> None:
+        """Every candidate judged by the same judge as a timed run, correctness only, in CPU workers."""
+        jobs, waiting = [], {}
+        for i in sorted(self.counts):
+            cands = self._candidates(i)
+            for k, c in enumerate(cands):
+                kwargs = {"path": str(self.paths[i]), "new": str(c.path) if c.path else None, "dtype": self.opts.dtype,
+                          "correct_trials": JUDGE_CORRECT_TRIALS, "judge": self.opts.judge, "judge_seed": self.judge_seed}
+                jobs.append(Job((i, k), JUDGE_CANDIDATE_FN, kwargs, self.opts.count_timeout_s * 5,
+                                label=f"judge {self.paths[i].stem} ({c.label})", error_kind="error"))
+            waiting[i] = {"left": len(cands), "cands": [None] * len(cands), "specs": cands}
+        for out in self.pool.run(jobs, self._started):
+            if not self._finished(out):
+                continue
+            i, k = out.job.key
+            w = waiting[i]
+            w["cands"][k] = out
+            w["left"] -= 1
+            if w["left"] == 0:
+                counts, count_wall = self.counts[i]
+                cands = [self._candidate(spec, o) for spec, o in zip(w["specs"], w["cands"])]
+                result = merge_judged(self._analyze(i, counts), cands)
+                result["wall_s"] = count_wall + sum(o.wall_s for o in w["cands"])
+                self._emit(i, result)
+        self._stop_if_interrupted()
 
     # --- results and progress --------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .analyze import GpuChoice, analyze_task
 from ..errors import RooflineError
+from ..model.verdict import Verdict, clip_score
 from .scoring import candidate_roofs, reference_flags
 
 DEFAULT_TIMEOUT_S = 600.0
@@ -38,22 +39,43 @@ def _fraction(t_min: float | None, t: float | None) -> float | None:
 
 def candidate_record(candidate: str, sample: int | None, value: Mapping[str, Any] | None = None, *,
                      kind: str | None = None, error: str | None = None, wall_s: float | None = None) -> dict[str, Any]:
-    """A candidate's record before scoring: ``value`` is what ``time_candidate`` returned, or
-    ``kind``/``error`` say why it could not be checked or timed."""
+    """A candidate's record before scoring: ``value`` is what ``time_candidate`` (or
+    ``judge_candidate``) returned, or ``kind``/``error`` say why it could not be judged or timed.
+
+    ``verdict`` is the one vocabulary (:mod:`roofline_ext.model.verdict`): ``correct``,
+    ``incorrect``, ``invalid`` or ``error`` here; :func:`score_candidate` turns a correct one that
+    beats a floor into ``below_floor``."""
     rec: dict[str, Any] = {"candidate": candidate, "sample": sample, "wall_s": wall_s}
     if value is None:
-        return {**rec, "status": "error", "error_kind": kind, "error": error, "correct": None, "t_new_ms": None}
-    correct = bool((value.get("correctness") or {}).get("ok"))
+        return {**rec, "status": "error", "error_kind": kind, "error": error, "correct": None, "t_new_ms": None,
+                "verdict": Verdict.ERROR.value, "reason": error, "defence": None}
+    judgement = value.get("judgement")
+    if judgement is None:  # the first versions' path (--isolation process): correctness only
+        ok = bool((value.get("correctness") or {}).get("ok"))
+        judgement = {"verdict": (Verdict.CORRECT if ok else Verdict.INCORRECT).value,
+                     "reason": None if ok else (value.get("correctness") or {}).get("reason")}
+    correct = judgement["verdict"] == Verdict.CORRECT.value
     return {**rec, "status": "ok", "correct": correct, "correctness": value.get("correctness"),
-            "t_new_ms": value.get("t_new_ms") if correct else None, "timing": value.get("candidate_timing")}
+            "verdict": judgement["verdict"], "reason": judgement.get("reason"), "defence": judgement.get("defence"),
+            "judgement": judgement, "t_new_ms": value.get("t_new_ms") if correct else None,
+            "timing": value.get("candidate_timing") if correct else None}
 
 
 def score_candidate(rec: dict[str, Any], roofs: Mapping[str, Any] | None, t_ref: float | None) -> dict[str, Any]:
-    """Add ``speedup``, per-roof ``fraction``/``score``/``below_floor`` and the ``below_floor`` roofs."""
+    """Add ``speedup``, per-roof ``fraction``/``score``/``below_floor`` and the ``below_floor`` roofs.
+
+    A correct candidate faster than any roof's floor becomes ``below_floor``: never scored, on any
+    roof (the count or a peak is wrong for the task, and a score would hide it)."""
     t_new = rec.get("t_new_ms") if rec.get("correct") else None
     rec["speedup"] = t_ref / t_new if t_ref and t_new else None
     rec["roofs"] = candidate_roofs(roofs, t_ref, t_new) if t_new else {name: None for name in (roofs or {})}
     rec["below_floor"] = [name for name, r in rec["roofs"].items() if r and r["below_floor"]]
+    if rec["below_floor"] and rec.get("verdict") == Verdict.CORRECT.value:
+        rec["verdict"] = Verdict.BELOW_FLOOR.value
+        rec["reason"] = f"faster than the {', '.join(rec['below_floor'])} floor"
+    for r in rec["roofs"].values():
+        if r:
+            r["score"] = None if rec["below_floor"] else clip_score(r["score"])
     return rec
 
 
@@ -79,6 +101,7 @@ def merge_timing(analyze: Callable[[float | None, float | None], dict[str, Any]]
         attach_profile(result, reference["kernel_profile"], l2_tbps=l2_tbps)
     result["candidates"] = list(candidates)
     result["correct"] = single.get("correct") if single else None
+    result["verdict"] = single.get("verdict") if single else None
     result["speedup"] = single.get("speedup") if single else None
     result["t_compile_ms"] = reference.get("t_compile_ms")
     if "compiled_correctness" in reference or "compile_error" in reference:  # --compile
@@ -90,6 +113,18 @@ def merge_timing(analyze: Callable[[float | None, float | None], dict[str, Any]]
         if roof and reference.get("t_compile_ms"):
             roof["compile_fraction"] = _fraction(roof.get("t_min_ms"), reference["t_compile_ms"])
     _notes(result, candidates, roofs, t_ref)
+    return result
+
+
+def merge_judged(result: dict[str, Any], candidates: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A counted task's result with its candidates' verdicts, judged without timing (no scores)."""
+    if result.get("status") != "ok":
+        return result
+    result["candidates"] = list(candidates)
+    single = candidates[0] if len(candidates) == 1 else None
+    result["correct"] = single.get("correct") if single else None
+    result["verdict"] = single.get("verdict") if single else None
+    _notes(result, candidates, {}, None, timed=False)
     return result
 
 
@@ -107,18 +142,22 @@ def _single_candidate(result: dict[str, Any], rec: Mapping[str, Any]) -> None:
     result["score"] = primary["score"] if primary else None
 
 
-def _notes(result: dict[str, Any], candidates: Sequence[Mapping[str, Any]], roofs, t_ref) -> None:
+def _notes(result: dict[str, Any], candidates: Sequence[Mapping[str, Any]], roofs, t_ref, timed: bool = True) -> None:
     notes = result.setdefault("notes", [])
     for rec in candidates:
         who = "the candidate" if len(candidates) == 1 else f"candidate {rec['candidate']}"
         if rec["status"] != "ok":
             notes.append(f"{who} failed ({rec['error_kind']}): {rec['error']}")
+        elif rec.get("verdict") == Verdict.INVALID.value:
+            notes.append(f"{who} is INVALID ({rec.get('defence')}: {rec.get('reason')}): no time, no score")
         elif rec["correct"] is False:
-            notes.append(f"{who} is INCORRECT ({(rec.get('correctness') or {}).get('reason')}): "
+            notes.append(f"{who} is INCORRECT ({(rec.get('correctness') or {}).get('reason') or rec.get('reason')}): "
                          "no fraction, no score")
-        elif rec["below_floor"]:
-            notes.append(f"{who} is below the {', '.join(rec['below_floor'])} floor: not scored there; "
+        elif rec.get("below_floor"):
+            notes.append(f"{who} is below the {', '.join(rec['below_floor'])} floor: not scored on any roof; "
                          "the FLOP/byte count or the peaks are wrong for this task")
+    if not timed:
+        return
     beaten = reference_flags(roofs, t_ref)
     if beaten:
         notes.append(f"the reference is at or below the {', '.join(beaten)} floor: candidates cannot be "

@@ -28,6 +28,7 @@ from typing import Any, Mapping
 
 from ...errors import UserError
 from ...model.gpu import GpuChoice, resolve_gpu
+from ...model.verdict import JUDGE_MODES, Verdict, verdict_text
 from ...peaks.units import TASK_DTYPES, UNIT, task_dtype_name
 from ...report.outputs import check_outputs
 from ...report.summary import BatchWriter, batch_summary, summary_table
@@ -96,10 +97,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--time", action="store_true",
                    help="time Model (and ModelNew) with CUDA events and report each floor's fraction")
     t.add_argument("--new", metavar="CANDIDATE.py|DIR",
-                   help="a file defining ModelNew to time against the task's Model, or a folder of candidates "
-                   "matched to the tasks by file name or as level_L_problem_N_sample_S_kernel.py (implies --time)")
+                   help="a file defining ModelNew to judge against the task's Model, or a folder of candidates "
+                   "matched to the tasks by file name or as level_L_problem_N_sample_S_kernel.py; with --time "
+                   "also timed and scored, without it judged for correctness only (on the CPU, no GPU needed)")
     t.add_argument("--correct-trials", type=int, default=5, metavar="N",
                    help="fresh input sets a candidate must match the reference on (default 5, as KernelBench)")
+    t.add_argument("--judge", choices=JUDGE_MODES, default="strict",
+                   help="strict: exact type/dtype/shape, scale-aware error, degenerate outputs refused (default); "
+                   "kernelbench: KernelBench's allclose only, for comparable numbers (docs/scoring.md)")
+    t.add_argument("--judge-seed", type=int, metavar="N",
+                   help="seed of the judge's input sets (default: drawn per run and reported, so a run can be replayed)")
     t.add_argument("--inputs", choices=("auto", "cpu"), default="auto",
                    help="auto: make get_inputs() tensors on the GPU where its factory calls allow (default); "
                    "cpu: make them on the CPU and copy, as the first versions did")
@@ -155,7 +162,7 @@ def _check_output_paths(args: argparse.Namespace, paths: list[Path]) -> None:
 
     cache = cache_dir()
     cached = sorted(cache.glob("calibration-*.json")) if cache.is_dir() else []
-    json_file = args.json if args.json != "-" else None
+    json_file = args.json  # "-" is stdout: check_outputs refuses a second output there (--csv -)
     new = Path(args.new) if args.new else None
     candidates = sorted(new.glob("*.py")) if new is not None and new.is_dir() else ([new] if new else [])
     check_outputs({"--json": json_file, "--csv": args.csv, "--plot": args.plot, "--summary-csv": args.summary_csv},
@@ -165,7 +172,7 @@ def _check_output_paths(args: argparse.Namespace, paths: list[Path]) -> None:
 def run(args: argparse.Namespace) -> int:
     _fix_json_target(args)
     paths, batch = _task_paths(args.targets)
-    if args.new or args.compile:
+    if args.compile:
         args.time = True
     _check_run_options(args, paths, batch)
     _check_output_paths(args, paths)
@@ -254,7 +261,7 @@ def _options(args: argparse.Namespace, gpu: GpuChoice, paths: list[Path]) -> Bat
                         measured=_measured_peaks_for(gpu, args.regime), jobs=args.jobs,
                         count_timeout_s=args.timeout or DEFAULT_COUNT_TIMEOUT_S, timing=timing,
                         candidates=_candidates(args, paths), isolation=args.isolation, debug=args.debug,
-                        ops=args.ops, l2_tbps=l2)
+                        ops=args.ops, l2_tbps=l2, judge=args.judge, judge_seed=args.judge_seed)
 
 
 # --- one task ---------------------------------------------------------------------------------------
@@ -284,8 +291,10 @@ def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
             print(text)
             return 1 if failed else 0
         write_atomic(Path(args.json), text + "\n")
-    # JSON to a file still prints the report: stdout is free, and the person still wants to read it.
-    print(_text_report(result, gpu))
+    # JSON to a file still prints the report: stdout is free, and the person still wants to read it
+    # (unless the CSV went there: `--csv -` is for a pipe).
+    if args.csv != "-":
+        print(_text_report(result, gpu))
     if args.ops:
         from ...report.ops_table import ops_report
 
@@ -294,7 +303,11 @@ def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
 
 
 def _failed_candidates(results: list[dict[str, Any]]) -> int:
-    return sum(1 for r in results for c in r.get("candidates") or () if c.get("status") != "ok")
+    """Candidates that failed, or that the judge refused (incorrect, invalid): exit 1, so that a
+    kernel repository's CI fails on them. ``below_floor`` is the count's or the peak's fault."""
+    refused = (Verdict.INCORRECT.value, Verdict.INVALID.value, Verdict.ERROR.value)
+    return sum(1 for r in results for c in r.get("candidates") or ()
+               if c.get("status") != "ok" or c.get("verdict") in refused)
 
 
 def _candidate_line(c: Mapping[str, Any]) -> str:
@@ -302,8 +315,11 @@ def _candidate_line(c: Mapping[str, Any]) -> str:
         return f"FAILED ({c.get('error_kind')}): {c.get('error')}"
     ok = c.get("correctness") or {}
     if not c.get("correct"):
-        return f"INCORRECT: {ok.get('reason')}"
+        return verdict_text(c.get("verdict") or "incorrect", c.get("reason") or ok.get("reason"), c.get("defence"))
     t = c.get("timing") or {}
+    if not t:  # judged without timing
+        return (f"CORRECT on {ok.get('passed')} input set(s) ({ok.get('mode', 'strict')} judge, tolerance "
+                f"{ok.get('tolerance', 0):g}, judge seed {(c.get('judgement') or {}).get('seed')})")
     speedup = f"; speed-up {c['speedup']:.3g}x" if c.get("speedup") else ""
     return (f"{t.get('median_ms', 0):.4g} ms median (best {t.get('best_ms', 0):.4g}, CV {t.get('cv', 0):.1%}); "
             f"correct on {ok.get('passed')} input set(s) at atol=rtol={ok.get('tolerance', 0):g}{speedup}")
@@ -359,6 +375,10 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
          else f"{result['arithmetic_intensity']:.4g} FLOP/byte"),
     ]
     timing = result.get("timing")
+    if not timing:
+        for c in result.get("candidates") or ():
+            rows.append(("yours" if len(result["candidates"]) == 1 else str(c.get("sample") or c["candidate"]),
+                         _candidate_line(c)))
     if timing:
         ref = timing["reference"]
         rows.append(("PyTorch", f"{ref['median_ms']:.4g} ms median (best {ref['best_ms']:.4g}, CV "
