@@ -88,7 +88,7 @@ def test_cli_from_dir(tmp_path, capsys):
     (["fleet", "--from", "EMPTY"], "no check results"),
     (["fleet", "--from", str(FIXTURE), "--straggler-fraction", "0"], "straggler-fraction"),
     (["fleet", "--from", str(FIXTURE), "--tolerance", "hbm=7"], "between 0 and 0.5"),
-    (["fleet", "--from", str(FIXTURE), "-o", "/dev/null"], "not a regular file"),
+    (["fleet", "--from", str(FIXTURE), "-o", str(FIXTURE / "older" / "check-gpu-node-01-gpu0-yesterday.json")], "is a file this run reads"),
 ])
 def test_cli_bad_input_is_one_line_and_exit_2(argv, match, tmp_path, capsys):
     from roofline_ext.cli.app import main

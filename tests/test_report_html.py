@@ -146,7 +146,10 @@ def test_bad_input_is_one_line_and_exit_2(case, tmp_path, capsys):
     junk.write_text("{not json")
     other = tmp_path / "other.json"
     other.write_text('{"hello": 1}')
-    argv = {"dir": [cal, "-o", str(tmp_path)], "device": [cal, "-o", "/dev/null"], "input": [cal, "-o", cal],
+    # (a FIFO: a character device such as /dev/null is written through, never refused)
+    __import__("os").mkfifo(tmp_path / "pipe.html")
+    argv = {"dir": [cal, "-o", str(tmp_path)], "device": [cal, "-o", str(tmp_path / "pipe.html")],
+            "input": [cal, "-o", cal],
             "missing-input": [str(tmp_path / "nope.json"), "-o", str(tmp_path / "r.html")],
             "not-json": [str(junk), "-o", str(tmp_path / "r.html")],
             "not-ours": [str(other), "-o", str(tmp_path / "r.html")],

@@ -7,10 +7,15 @@ results name the same card the newest counts, so re-running a node does not weig
 A *straggler* is a GPU whose figure of some metric is below ``straggler_fraction`` (default 0.95) of
 its SKU's median for that metric: slower than its siblings even if within its own tolerance. A fleet
 takes the worst verdict of its GPUs, a straggler counting at least as a WARN.
+
+Result files are inputs like any other: read by the bounded reader (regular files only, size and
+depth bounded, strict JSON) and checked against :data:`CHECK_SHAPE` before a key is opened. A file
+that holds no check result is listed as ignored, with why; a check result with a wrong field (a
+verdict that is none of PASS/WARN/FAIL/UNKNOWN, ``"devices": 3``) refuses the run, naming the file
+and the key: a broken result must not drop a failing GPU from a health check without a word.
 """
 from __future__ import annotations
 
-import json
 import os
 import statistics
 from dataclasses import dataclass, field
@@ -18,13 +23,44 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import UserError
+from ..inputs import read_json
 from ..peaks.reference import CHECK_METRICS, METRIC_LABELS
+from ..schema import NUMBER, OneOf, check
 from .result import CHECK_KIND, CHECK_SCHEMA_VERSION
 from .verdict import EXIT_CODES, Verdict, worst
 
 DEFAULT_STRAGGLER_FRACTION = 0.95
 FLEET_KIND = "roofline_ext.fleet"
 FLEET_SCHEMA_VERSION = 1
+
+VERDICT = OneOf(*(v.value for v in Verdict))
+_COMPARISON = {"against": str, "expected": NUMBER, "ratio": NUMBER, "tolerance": NUMBER, "verdict": VERDICT,
+               "reason": str}
+_METRIC = {"key": str, "label": str, "unit": str, "value": NUMBER, "cv": NUMBER, "verdict": VERDICT, "reason": str,
+           "comparisons": [_COMPARISON]}
+#: What the fleet, the tables and the report open by key in a check document (``check --json``).
+CHECK_SHAPE = {
+    "schema_version": int, "kind": str, "host": str, "date": str, "verdict": VERDICT, "reason": str,
+    "exit_code": int, "availability": {}, "wall_s": NUMBER,
+    "devices": [{"index": int, "name": str, "uuid": str, "sku": str, "verdict": VERDICT, "reason": str,
+                 "metrics": {"*": _METRIC}, "state": {"*": {"verdict": VERDICT, "reason": str}},
+                 "skipped": {"*": str}, "calibration": {"date": str, "mode": str},
+                 "reference": {"sku": str, "kind": str}, "tolerances": {}, "wall_s": NUMBER}],
+}
+_STRAGGLER = {"uuid": str, "host": str, "index": int, "metric": str, "value": NUMBER, "fraction_of_median": NUMBER}
+#: The same for a fleet document (``fleet --json``); its results hold check documents.
+FLEET_SHAPE = {
+    "schema_version": int, "kind": str, "source": str, "date": str, "verdict": VERDICT, "exit_code": int,
+    "wall_s": NUMBER, "critical_path_s": NUMBER, "overhead_s": NUMBER, "workers": int,
+    "summary": {"verdict": VERDICT, "reason": str, "straggler_fraction": NUMBER,
+                "gpus": [{"host": str, "index": int, "uuid": str, "name": str, "sku": str, "verdict": VERDICT,
+                          "reason": str, "values": {"*": NUMBER}}],
+                "skus": {"*": {"metrics": {"*": {"label": str, "unit": str, "n": int, "median": NUMBER,
+                                                  "min": NUMBER, "max": NUMBER, "spread": NUMBER}},
+                               "stragglers": [_STRAGGLER]}},
+                "ignored": [str]},
+    "results": [{"worker": str, "host": str, "check": CHECK_SHAPE}],
+}
 
 
 @dataclass(frozen=True)
@@ -138,15 +174,19 @@ def records_of(doc: Mapping[str, Any], source: str) -> list[GpuRecord]:
 
 
 def check_documents(doc: Any, source: str) -> list[tuple[Mapping[str, Any], str]]:
-    """The check documents inside ``doc``: itself, a list of them, or a fleet document's results."""
+    """The check documents inside ``doc``: itself, a list of them, or a fleet document's results.
+    A check or fleet document of the wrong shape is a ``UserError`` naming ``source`` and the key."""
     if isinstance(doc, list):
         return [x for i, d in enumerate(doc) for x in check_documents(d, f"{source}[{i}]")]
     if not isinstance(doc, Mapping):
         return []
     if doc.get("kind") == FLEET_KIND:
-        return [(r["check"], r.get("worker") or source) for r in doc.get("results") or []
-                if isinstance(r, Mapping) and isinstance(r.get("check"), Mapping)]
+        check(doc, FLEET_SHAPE, source)
+        return [(r["check"], str(r.get("worker") or source)) for r in doc.get("results") or []
+                if isinstance(r, Mapping) and isinstance(r.get("check"), Mapping)
+                and r["check"].get("kind") == CHECK_KIND]
     if doc.get("kind") == CHECK_KIND and doc.get("schema_version") == CHECK_SCHEMA_VERSION:
+        check(doc, CHECK_SHAPE, source)
         return [(doc, source)]
     return []
 
@@ -159,10 +199,12 @@ def load_dir(directory: str | os.PathLike) -> tuple[list[tuple[Mapping[str, Any]
     docs, ignored = [], []
     for path in sorted(root.rglob("*.json")):
         try:
-            found = check_documents(json.loads(path.read_text(encoding="utf-8")), str(path))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            ignored.append(f"{path}: not readable JSON ({exc})")
+            # Bounded: a FIFO named *.json is not opened, a huge or deeply nested file not parsed.
+            doc = read_json(path)
+        except UserError as exc:
+            ignored.append(f"{exc}")
             continue
+        found = check_documents(doc, str(path))
         if found:
             docs.extend(found)
         else:

@@ -7,12 +7,16 @@ Exit codes (documented in the README):
   3  no usable GPU for a command that needs one (the reason is printed)
   130 interrupted (Ctrl-C)
 Every error is one line on stderr; ``--debug``, anywhere on the line, adds the traceback and keeps
-the code.
+the code. Text goes out in the user's encoding (``PYTHONIOENCODING``, the locale), what it cannot
+encode replaced by a ``\\x..`` escape instead of failing; a closed stdout (``>&-``) is the same
+one-line error as a full one, said when something is to be printed on it.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
+import io
 import importlib
 import logging
 import os
@@ -35,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="How close to the hardware's limit is this kernel? Roofline floors from "
         "datasheet, derived and measured GPU peaks.",
     )
-    parser.add_argument("--version", action="version", version=f"roofline-ext {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"roofline-ext {__version__}")
     parser.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
@@ -49,7 +53,48 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _ClosedStream(io.TextIOBase):
+    """What ``sys.stdout`` is when the process started with descriptor 1 closed (Python sets it to
+    None, and ``print`` would drop the output without a word): a write fails as a write to a closed
+    descriptor does, so that a command with something to print says so in one line (exit 2)."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "it is closed")
+
+    def flush(self) -> None:
+        pass
+
+
+def _streams() -> None:
+    """Standard streams that cannot end a run with a traceback."""
+    # A closed descriptor 0-2 is taken by /dev/null first, so that no file this run opens later
+    # lands on it (and then receives what a task or a child prints to "stdout").
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    if sys.stdout is None:
+        sys.stdout = _ClosedStream()
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")
+    for stream in (sys.stdout, sys.stderr):
+        # Task and GPU names are anyone's text (non-ASCII, or file names that are not UTF-8):
+        # the user's encoding, with what it cannot encode escaped.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(Exception):
+                reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
+    _streams()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

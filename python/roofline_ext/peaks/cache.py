@@ -2,9 +2,12 @@
 
 Files are written atomically (temporary file in the same directory, fsync, ``os.replace``) under
 an exclusive ``filelock`` lock, so two calibrations finishing together leave one complete file,
-never a mix. A file that does not parse, that another schema wrote, or whose peaks are not finite
-positive numbers is ignored with one line naming it and the reason: a stale or damaged cache must
-never silently change a floor.
+never a mix. A file that does not parse, that another schema wrote, whose peaks are not finite
+positive numbers within what a GPU can do, or whose objects have the wrong shape is ignored with one
+line naming it and the reason (the key, as a JSON pointer): a stale or damaged cache must never
+silently change a floor, and never stop a command. It is read by the bounded reader of
+:mod:`roofline_ext.inputs` (regular files only, at most :data:`MAX_FILE_BYTES`, nesting bounded):
+a FIFO, a device or a deeply nested file in the cache cannot hang or crash every ``analyze``.
 
 The raw sweeps a calibration keeps (every configuration's median) go to a second file beside it,
 ``calibration-<uuid>.raw.json``, which nothing on the analysis path reads: the cache file that
@@ -23,6 +26,8 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from ..errors import UserError
+from ..inputs import read_json
+from ..schema import NUMBER, problem
 from .measured import MeasuredPeaks
 from .units import PEAK_KEYS, ROOFLINE_PEAK_KEYS, UNITS
 
@@ -47,6 +52,29 @@ _RAW_SUFFIX = ".raw.json"
 # How long a writer waits for another writer before giving up with a clear error (a calibration
 # writes in milliseconds; a lock held this long belongs to a stuck process).
 _LOCK_TIMEOUT_S = 60.0
+#: A cache file is a few kilobytes; its raw sweeps go elsewhere.
+MAX_FILE_BYTES = 4 * 2**20
+#: No GPU's peak is below this (TB/s, TFLOP/s, TOPS; the slowest FP64 of a GeForce is ~0.1): a
+#: smaller one is a broken file (a 1e-300 TB/s roof would print a floor of 300 digits).
+MIN_PEAK = 1e-3
+
+_ENTRY = {"value": NUMBER, "best": NUMBER, "cv": NUMBER, "clock_derived": NUMBER, "clock_derived_max": NUMBER,
+          "ratio_to_burst": NUMBER, "label": str, "unit": str, "path": str, "points": {"*": NUMBER},
+          "sm_clock_mhz": NUMBER, "mem_clock_mhz": NUMBER, "power_w": NUMBER, "fraction_of_datasheet": NUMBER,
+          "fraction_of_clock_derived": NUMBER}
+#: What the readers of a calibration (the roofline, the tables, the charts, the report) open by key.
+SHAPE = {
+    "schema_version": int, "date": str, "mode": str, "fixture": str, "wall_s": NUMBER,
+    "gpu": {"uuid": str, "name": str, "index": int, "sm_count": int, "compute_capability": str,
+            "max_sm_clock_mhz": NUMBER, "max_mem_clock_mhz": NUMBER, "memory_bus_width_bits": int,
+            "power_limit_w": NUMBER},
+    "peaks": {"*": {"*": NUMBER}},
+    "burst": {"entries": {"*": _ENTRY}}, "sustained": {"entries": {"*": _ENTRY}},
+    "hostlink": {"h2d": {"value": NUMBER, "cv": NUMBER, "label": str},
+                 "d2h": {"value": NUMBER, "cv": NUMBER, "label": str}, "link": {}},
+    "datasheet": {"peaks": {"*": NUMBER}},
+    "timing": {"total_s": NUMBER, "budget_s": NUMBER, "burst_s": NUMBER, "sustained_s": NUMBER}, "warnings": [str],
+}
 
 
 def warn(message: str) -> None:
@@ -155,6 +183,9 @@ def validate(cal: Any) -> str | None:
     version = cal.get("schema_version")
     if version != SCHEMA_VERSION:
         return f"schema version {version!r}, this roofline-ext reads {SCHEMA_VERSION}"
+    shape = problem(cal, SHAPE)
+    if shape is not None:
+        return shape
     gpu = cal.get("gpu")
     if not isinstance(gpu, dict) or not isinstance(gpu.get("uuid"), str) or not gpu.get("uuid"):
         return "no gpu.uuid"
@@ -167,6 +198,8 @@ def validate(cal: Any) -> str | None:
         for key, value in mapping.items():
             if value is not None and not _is_peak(value):
                 return f"peaks.{regime}.{key} is {value!r}, not a finite positive number"
+            if value is not None and value < MIN_PEAK:
+                return f"peaks.{regime}.{key} = {value:g} is below {MIN_PEAK:g}, slower than any GPU"
             ceiling = _ceiling(cal, regime, key)
             if value is not None and ceiling is not None and value > 1.10 * ceiling:
                 return (f"peaks.{regime}.{key} = {value:g} is above its clock-derived ceiling "
@@ -238,31 +271,19 @@ def save(cal: Mapping[str, Any]) -> Path:
     return path
 
 
-def _strict_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
-
-
 def load_file(path: str | os.PathLike) -> dict | None:
     """A calibration read from ``path``; None (with one warning line naming the file) when it is
     missing, corrupt, of another schema or holds impossible peaks."""
     path = Path(path)
-    if path.exists() and not path.is_file():
-        # A FIFO would block the read for ever, a device would feed it anything.
-        warn(f"ignoring calibration file {path}: not a regular file")
+    if not os.path.lexists(path):
         return None
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        warn(f"ignoring calibration file {path}: cannot read it ({getattr(exc, 'strerror', None) or exc})")
-        return None
-    try:
-        # Strict JSON: Python's parser would take NaN/Infinity, which no other reader does.
-        cal = json.loads(text, parse_constant=_strict_constant)
-    except ValueError as exc:
-        warn(f"ignoring calibration file {path}: corrupt JSON ({exc}); "
-             "run 'roofline-ext calibrate' to replace it")
+        # Regular files only (a FIFO would block the read for ever, a device feed it anything),
+        # bounded in size and depth; strict JSON (Python's parser would take NaN/Infinity).
+        cal = read_json(path, max_bytes=MAX_FILE_BYTES)
+    except UserError as exc:
+        why = str(exc).removeprefix(f"{path}: ").replace("not valid JSON", "corrupt JSON", 1)
+        warn(f"ignoring calibration file {path}: {why}; run 'roofline-ext calibrate' to replace it")
         return None
     problem = validate(cal)
     if problem:

@@ -17,13 +17,14 @@ changes the backend or the open figures of the program that asked for it (a note
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import os
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import UserError
 from .outputs import write_bytes
@@ -434,13 +435,28 @@ def plot_roofline(
     inset. Every roof line carries a ``gid`` (``roof:<level or unit>:<measured|datasheet|...>``).
     """
     path = _check_path(path)
-    fig = roofline_figure(title=title, subtitle=subtitle, datasheet=datasheet, measured=measured,
-                          sustained=sustained, tasks=tasks, ceilings=ceilings, measured_label=measured_label,
-                          levels=levels, mix=mix)
-    # Drawn in memory, then written as every output is (atomic; never over a device or a FIFO).
-    buf = io.BytesIO()
-    fig.savefig(buf, format=path.suffix.lower().lstrip("."))
+    with literal_text():
+        fig = roofline_figure(title=title, subtitle=subtitle, datasheet=datasheet, measured=measured,
+                              sustained=sustained, tasks=tasks, ceilings=ceilings, measured_label=measured_label,
+                              levels=levels, mix=mix)
+        # Drawn in memory, then written as every output is (atomic; never over a device or a FIFO).
+        buf = io.BytesIO()
+        fig.savefig(buf, format=path.suffix.lower().lstrip("."))
     return write_bytes(path, buf.getvalue())
+
+
+@contextlib.contextmanager
+def literal_text() -> Iterator[None]:
+    """Every text of a chart drawn as written: task, GPU and file names are anyone's text, and
+    matplotlib reads ``$...$`` in any of them as mathtext (``$\\frac{a}{$`` ends the drawing in
+    a parse error). No chart here uses mathtext on purpose, so it is off for all of them, labels
+    made at draw time (ticks, legend) included; callers keep the figure's creation and its
+    ``savefig`` inside."""
+    _matplotlib()  # not installed: the one-line error, not an ImportError
+    import matplotlib
+
+    with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
+        yield
 
 
 def roofline_figure(*, title: str, subtitle: str = "", datasheet: Mapping[str, Any] | None = None,

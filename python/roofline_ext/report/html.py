@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
-import json
 import os
 import re
 import tempfile
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import UserError
+from ..inputs import read_json
+from ..schema import NUMBER, problem
 
 #: The page may fetch nothing: no network, no other file. Inline style and the one inline script only.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
@@ -93,23 +94,41 @@ def _documents(doc: Any, pointer: str = "") -> list[tuple[str, str, Mapping[str,
     return [(kind, pointer, doc)] if kind else []
 
 
+_ROOF = {"t_min_ms": NUMBER, "bound": str, "compute_tflops": NUMBER, "bandwidth_tbps": NUMBER,
+         "compute_unit": str}
+#: What the page opens by key in an analysis (one task of ``analyze --json``).
+ANALYSIS_SHAPE = {"task": str, "path": str, "gpu": str, "sku": str, "status": str, "dtype": str,
+                  "compute_dtype": str, "flops": NUMBER, "simt_flops": NUMBER, "bytes": NUMBER,
+                  "arithmetic_intensity": NUMBER, "t_min_ms": NUMBER, "bound": str, "t_ref_ms": NUMBER,
+                  "ref_roofline_frac": NUMBER, "t_new_ms": NUMBER, "primary_roof": str, "roofs": {"*": _ROOF}}
+
+
+def _shape_problem(kind: str, doc: Mapping[str, Any]) -> str | None:
+    """Where a document departs from the shape its section reads (None when it does not)."""
+    from ..check.fleet import CHECK_SHAPE, FLEET_SHAPE
+    from ..peaks.cache import SHAPE as CALIBRATION_SHAPE
+
+    spec = {"calibration": CALIBRATION_SHAPE, "check": CHECK_SHAPE, "fleet": FLEET_SHAPE,
+            "analysis": ANALYSIS_SHAPE}[kind]
+    return problem(doc, spec)
+
+
 def load_source(index: int, path: str | os.PathLike) -> Source:
+    """One input: read by the bounded reader (a regular file, size and depth bounded, strict JSON,
+    numbers bounded), then every document in it checked against the shape its section reads, so a
+    wrong one is refused naming the file and the key instead of ending the page in a traceback."""
     p = Path(path)
     if p.is_dir():
         raise UserError(f"{p}: a folder, not a results file (give the .json files)")
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{p}: cannot read it ({exc})") from None
-    except ValueError as exc:
-        raise UserError(f"{p}: not JSON ({exc})") from None
+    doc = read_json(p)
     found = _documents(doc)
     if not found:
         raise UserError(f"{p}: not a roofline-ext result (calibrate, check, fleet or analyze --json)")
     groups: dict[str, list] = {"calibration": [], "check": [], "fleet": [], "analysis": []}
     for kind, pointer, d in found:
+        why = _shape_problem(kind, d)
+        if why is not None:
+            raise UserError(f"{p}: {pointer}{why}")
         groups[kind].append((pointer, d))
     return Source(f"{index}:{p.name}", str(p), *(tuple(groups[k]) for k in ("calibration", "check", "fleet", "analysis")))
 
@@ -265,7 +284,7 @@ def fleet_section(src: Source) -> str:
         for sku, s in (summary.get("skus") or {}).items():
             nslow: dict[str, int] = {}
             for st in s.get("stragglers") or []:
-                nslow[st["metric"]] = nslow.get(st["metric"], 0) + 1
+                nslow[str(st.get("metric"))] = nslow.get(str(st.get("metric")), 0) + 1
             for key, m in (s.get("metrics") or {}).items():
                 p = sp + _ptr("skus", sku, "metrics", key)
                 rows.append("".join([cell(sku), cell(f"{m.get('label')} ({m.get('unit')})"), num(src.label, p + "/n", m.get("n")),
@@ -283,7 +302,7 @@ def _fleet_gpus(label: str, sp: str, summary: Mapping[str, Any]) -> str:
     for s in (summary.get("skus") or {}).values():
         for st in s.get("stragglers") or []:
             slow.setdefault((st.get("uuid"), st.get("host"), st.get("index")), []).append(
-                f"{st['metric']} {st['fraction_of_median']:.1%} of median")
+                f"{st.get('metric')} {pct(st.get('fraction_of_median'))} of median")
     rows = []
     for i, g in enumerate(summary.get("gpus") or []):
         vals = g.get("values") or {}

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from .charts import _check_path, _datasheet_peaks_for, _matplotlib
+from .charts import _check_path, _datasheet_peaks_for, _matplotlib, literal_text
 from .outputs import write_bytes
 
 __all__ = ["plot_ops", "LABELLED"]
@@ -64,7 +64,13 @@ def plot_ops(result: Mapping[str, Any], path: str | os.PathLike, calibration: Ma
              *, regime: str | None = None) -> Path:
     """Draw an analysed task with ``ops`` (``analyze_task(..., per_op=True)`` or ``--json``) and write
     it to ``path`` (.png or .svg); returns the path. ``calibration``: this card's, for the measured
-    roofs (the L2 slope among them)."""
+    roofs (the L2 slope among them). Op and task names are drawn as written (no mathtext)."""
+    with literal_text():
+        return _plot_ops(result, path, calibration, regime=regime)
+
+
+def _plot_ops(result: Mapping[str, Any], path: str | os.PathLike, calibration: Mapping[str, Any] | None,
+              *, regime: str | None) -> Path:
     Figure, FigureCanvasAgg, Line2D, FuncFormatter, _ = _matplotlib()
     path = _check_path(path)
     regime = regime or str(result.get("regime") or "burst")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..model.floors import ROOF_NAMES
+from .outputs import STDOUT
 from .writers import CSV_COLUMNS, ResultsWriter, _csv_row, dumps, summarize, write_atomic
 
 
@@ -162,6 +163,10 @@ class BatchWriter(ResultsWriter):
         at = sum(1 for i in self._order if i < index)
         self._order.insert(at, index)
         self.results.insert(at, dict(result))
+        if self.csv_to_stdout:  # stdout is not rewritten: rows as results come (any order)
+            timed = bool(self.meta.get("timed"))
+            self._stream_csv(CSV_COLUMNS + (TIMED_COLUMNS if timed else ()),
+                             _timed_rows(result) if timed else [_csv_row(result)])
         self.flush(complete=False)
 
     def document(self, complete: bool) -> dict[str, Any]:
@@ -172,9 +177,9 @@ class BatchWriter(ResultsWriter):
     def flush(self, complete: bool) -> None:
         if self.json_path:
             write_atomic(self.json_path, dumps(self.document(complete), indent=1) + "\n")
-        if self.csv_path:
+        if self.csv_path and not self.csv_to_stdout:
             write_atomic(self.csv_path, self._csv())
-        if self.summary_csv_path:
+        if self.summary_csv_path and (complete or str(self.summary_csv_path) != STDOUT):
             write_atomic(self.summary_csv_path, summary_csv(batch_summary(self.results)))
 
     def _csv(self) -> str:

@@ -1,7 +1,8 @@
 """The JSON and CSV files of ``analyze``: rewritten atomically after every result.
 
 A reader (or a crash) sees the old file or the new one, never half of one; a batch interrupted
-half-way leaves a file whose ``complete`` is false. Where an output may go and how it is written
+half-way leaves a file whose ``complete`` is false. A CSV to stdout (``--csv -``) cannot be
+rewritten: its header and each result's rows are printed as the results come. Where an output may go and how it is written
 (never over a device, a FIFO or an input; mode kept) is :mod:`roofline_ext.report.outputs`.
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .outputs import write_text
+from .outputs import STDOUT, write_text
 
 
 def public(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -93,6 +94,22 @@ class ResultsWriter:
         self.csv_path = Path(csv_path) if csv_path else None
         self.meta = dict(meta or {})
         self.results: list[dict[str, Any]] = []
+        self._csv_header_out = False
+
+    @property
+    def csv_to_stdout(self) -> bool:
+        return self.csv_path is not None and str(self.csv_path) == STDOUT
+
+    def _stream_csv(self, columns: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> None:
+        """The rows of one new result on stdout (the header before the first)."""
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n")
+        if not self._csv_header_out:
+            w.writeheader()
+            self._csv_header_out = True
+        for row in rows:
+            w.writerow(row)
+        write_text(STDOUT, buf.getvalue())
 
     def document(self, complete: bool) -> dict[str, Any]:
         return {**self.meta, "complete": complete, "summary": summarize(self.results),
@@ -100,12 +117,14 @@ class ResultsWriter:
 
     def add(self, result: Mapping[str, Any]) -> None:
         self.results.append(dict(result))
+        if self.csv_to_stdout:
+            self._stream_csv(CSV_COLUMNS, [_csv_row(result)])
         self.flush(complete=False)
 
     def flush(self, complete: bool) -> None:
         if self.json_path:
             write_atomic(self.json_path, dumps(self.document(complete), indent=1) + "\n")
-        if self.csv_path:
+        if self.csv_path and not self.csv_to_stdout:
             buf = io.StringIO()
             w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
             w.writeheader()

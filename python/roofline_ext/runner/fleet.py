@@ -13,15 +13,25 @@ The engine is Dask distributed, the layout dask-cuda's: one worker per GPU, its
 4. gathers the JSON and summarizes it (check/fleet.py: per-SKU medians, spread, stragglers).
 
 A worker that sees no GPU still runs one task: its check reports UNKNOWN and why.
+
+Before Dask is handed the address, it is checked (:func:`check_address`: a scheme Dask speaks, a
+host, a port in range) and, for ``tcp://``, probed (:func:`probe_scheduler`): connected within the
+timeout, and the first bytes the peer sends must be the length prefix of a Dask handshake (a
+scheduler speaks first). An HTTP server says nothing until asked, so it is refused after the
+timeout instead of hanging Dask's connect; a server that speaks some other protocol is refused from
+its first bytes instead of letting Dask read them as a message length (``HTTP/1.1`` is 3 EiB).
 """
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import socket
+import struct
 import subprocess
 import sys
 import time
+import urllib.parse
 from typing import Any, Mapping, Sequence
 
 from ..check.fleet import DEFAULT_STRAGGLER_FRACTION, FleetReport, summarize_fleet
@@ -30,6 +40,75 @@ from ..errors import UserError
 #: Seconds one check may take on a worker (start-up included) before its task gives up.
 DEFAULT_TASK_TIMEOUT_S = 120.0
 CONNECT_TIMEOUT_S = 20.0
+#: The schemes of Dask's comms; a bare HOST:PORT is tcp.
+SCHEMES = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
+DEFAULT_PORT = 8786
+#: A handshake is a few hundred bytes; a "length" above this is another protocol's first bytes.
+_MAX_HANDSHAKE_BYTES = 64 * 2**20
+
+
+def check_address(address: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of a Dask scheduler address, or a ``UserError`` saying what is wrong."""
+    text = str(address).strip()
+    shown = f"--scheduler {address!r}"
+    if not text or any(c.isspace() for c in text):
+        raise UserError(f"{shown}: not an address; give the scheduler's, e.g. tcp://head-node:{DEFAULT_PORT}")
+    if "://" not in text:
+        text = "tcp://" + text
+    try:
+        parts = urllib.parse.urlsplit(text)
+        port = parts.port
+    except ValueError as exc:  # a port that is no number, or out of range
+        raise UserError(f"{shown}: {exc}; the port is a number from 1 to 65535") from None
+    scheme = parts.scheme.lower()
+    if scheme in ("http", "https"):
+        raise UserError(f"{shown}: a web address; Dask schedulers listen on tcp://HOST:{DEFAULT_PORT} "
+                        "(http://HOST:8787 is the dashboard)")
+    if scheme not in SCHEMES:
+        raise UserError(f"{shown}: Dask speaks {', '.join(s + '://' for s in SCHEMES)}, not {scheme}://")
+    if scheme == "inproc":
+        return scheme, parts.netloc, None
+    if not parts.hostname or parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise UserError(f"{shown}: not HOST:PORT after {scheme}://")
+    if port == 0:
+        raise UserError(f"{shown}: port 0; the port is a number from 1 to 65535")
+    return scheme, parts.hostname, port if port is not None else DEFAULT_PORT
+
+
+def probe_scheduler(address: str, timeout_s: float) -> None:
+    """Connect to a ``tcp://`` scheduler and read the length prefix of its handshake, all within
+    ``timeout_s``; a ``UserError`` saying why when the peer is unreachable or is no Dask scheduler.
+    Other schemes are left to Dask (their first bytes are TLS or WebSocket framing)."""
+    scheme, host, port = check_address(address)
+    if scheme != "tcp" or port is None:
+        return
+    deadline = time.monotonic() + timeout_s
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout_s)
+    except socket.timeout:
+        raise UserError(f"cannot reach the Dask scheduler at {address}: no answer within {timeout_s:g} s "
+                        "(--timeout)") from None
+    except OSError as exc:
+        raise UserError(f"cannot reach the Dask scheduler at {address}: {exc.strerror or exc}") from None
+    with sock:
+        got = b""
+        try:
+            while len(got) < 8:
+                sock.settimeout(max(0.01, deadline - time.monotonic()))
+                chunk = sock.recv(8 - len(got))
+                if not chunk:
+                    break
+                got += chunk
+        except socket.timeout:
+            raise UserError(f"{address} accepted the connection but sent no Dask handshake within {timeout_s:g} s "
+                            "(--timeout): is it a Dask scheduler?") from None
+        except OSError as exc:
+            raise UserError(f"cannot read from {address}: {exc.strerror or exc}") from None
+    if len(got) < 8:
+        raise UserError(f"{address} closed the connection without a Dask handshake: is it a Dask scheduler?")
+    (length,) = struct.unpack("<Q", got)
+    if not 0 < length <= _MAX_HANDSHAKE_BYTES:
+        raise UserError(f"{address} is not a Dask scheduler: its first bytes {got!r} are not a Dask message")
 
 
 def _distributed() -> Any:
@@ -153,11 +232,20 @@ def _collect(distributed: Any, futures: Sequence[Any], tasks: Sequence[dict[str,
 def run_fleet(scheduler: str, *, tolerances: Sequence[str] = (), straggler_fraction: float = DEFAULT_STRAGGLER_FRACTION,
               task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S, connect_timeout_s: float = CONNECT_TIMEOUT_S,
               client: Any = None) -> FleetReport:
-    """Check every GPU of every worker of the Dask scheduler at ``scheduler`` and summarize."""
-    distributed = _distributed()
-    t0 = time.monotonic()
+    """Check every GPU of every worker of the Dask scheduler at ``scheduler`` and summarize.
+
+    ``connect_timeout_s`` bounds the probe and Dask's connect (never above ``task_timeout_s``)."""
+    for name, value in (("task_timeout_s", task_timeout_s), ("connect_timeout_s", connect_timeout_s)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise UserError(f"{name} must be a finite positive number of seconds, not {value!r}")
     own = client is None
     if own:
+        check_address(scheduler)
+    distributed = _distributed()
+    t0 = time.monotonic()
+    connect_timeout_s = min(connect_timeout_s, task_timeout_s)
+    if own:
+        probe_scheduler(scheduler, connect_timeout_s)
         try:
             client = distributed.Client(scheduler, timeout=connect_timeout_s)
         except (OSError, TimeoutError) as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import statistics
 import sys
 import warnings
@@ -108,6 +109,15 @@ def _plot_paths(base: Path | None, indices: Sequence[int]) -> dict[int, Path]:
     return paths
 
 
+def device_index(spec: str, flag: str = "--device") -> int:
+    """A CUDA index as the user typed it (``0``, `` 1``), or a ``UserError`` (exit 2): said before
+    any GPU is looked at, so a typo is never reported as "no GPU" (exit 3)."""
+    text = str(spec).strip()
+    if not (text.isascii() and text.isdigit()):
+        raise UserError(f"{flag} must be a CUDA index (0, 1, ...) or 'all', not {spec!r}")
+    return int(text)
+
+
 def _device_indices(spec: str) -> list[int]:
     from ...device.status import availability, require_measurement
     from ...device.listing import devices
@@ -121,10 +131,7 @@ def _device_indices(spec: str) -> list[int]:
 
             raise GpuUnavailableError(availability())
         return found
-    try:
-        index = int(spec)
-    except ValueError:
-        raise UserError(f"--device must be a CUDA index (0, 1, ...) or 'all', not {spec!r}") from None
+    index = device_index(spec)
     require_measurement(index)
     return [index]
 
@@ -310,8 +317,8 @@ def run(args: argparse.Namespace) -> int:
     from ...peaks.cache import load, save
 
     sustained_s = DEFAULT_SUSTAINED_S if args.sustained is None else args.sustained
-    if sustained_s < 0:
-        raise UserError(f"--sustained must be 0 (skip) or a number of seconds, not {args.sustained}")
+    if not (math.isfinite(sustained_s) and sustained_s >= 0):  # NaN and infinity too
+        raise UserError(f"--sustained must be 0 (skip) or a finite number of seconds, not {args.sustained}")
     if args.quick and args.sustained:
         print("roofline-ext: note: --quick has no sustained phase; --sustained is ignored", file=sys.stderr)
     plot_base = _check_plot(args.plot)

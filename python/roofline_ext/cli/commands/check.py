@@ -80,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
     from ...report.writers import emit_json
 
     tolerances = parse_tolerances(args.tolerance)
+    if str(args.device).strip().lower() != "all":
+        from .calibrate import device_index
+
+        device_index(args.device)  # a bad index is bad input (exit 2), said before any GPU is probed
     out = check_outputs({"-o": args.output}).get("-o")
     progress = None if args.json or args.quiet else (lambda s: print(f"roofline-ext: {s}", file=sys.stderr, flush=True))
     report = run_check_safely(args.device, tolerances=tolerances, progress=progress)

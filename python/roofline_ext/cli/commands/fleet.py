@@ -9,6 +9,7 @@ and the exit code of the worst GPU (0 PASS, 4 WARN or a straggler, 5 FAIL, 6 UNK
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -71,15 +72,20 @@ def run(args: argparse.Namespace) -> int:
     from ...report.writers import emit_json
     from ...runner.fleet import DEFAULT_TASK_TIMEOUT_S, fleet_from_dir, run_fleet
 
+    from ...runner.fleet import check_address
+
     parse_tolerances(args.tolerance)  # refuse a bad one here, not on every worker
     fraction = DEFAULT_STRAGGLER_FRACTION if args.straggler_fraction is None else args.straggler_fraction
-    if not 0 < fraction <= 1:
+    if not 0 < fraction <= 1:  # NaN fails this too
         raise UserError(f"--straggler-fraction must be in (0, 1], not {fraction}")
     timeout = DEFAULT_TASK_TIMEOUT_S if args.timeout is None else args.timeout
-    if timeout <= 0:
-        raise UserError("--timeout must be a positive number of seconds")
-    # With --from, the result files are what this run reads: the output may not be one of them.
-    reads = sorted(Path(args.from_dir).glob("*.json")) if args.from_dir and Path(args.from_dir).is_dir() else []
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise UserError(f"--timeout must be a finite positive number of seconds, not {args.timeout}")
+    if args.scheduler is not None:
+        check_address(args.scheduler)  # before the output, before Dask is imported
+    # With --from, the result files (searched recursively, as they are read) are what this run
+    # reads: the output may not be one of them.
+    reads = sorted(Path(args.from_dir).rglob("*.json")) if args.from_dir and Path(args.from_dir).is_dir() else []
     out = check_outputs({"-o": args.output}, reads=reads).get("-o")
     if args.scheduler:
         report = run_fleet(args.scheduler, tolerances=args.tolerance, straggler_fraction=fraction,
