@@ -34,7 +34,7 @@ import torch
 # the judge and the timer run on.
 _MODULE_PREFIXES = ("torch", "roofline_ext")
 _STDLIB = ("builtins", "gc", "time", "math", "statistics", "threading", "os", "sys", "json", "secrets",
-           "random", "functools", "itertools", "operator", "copy", "inspect", "traceback", "warnings",
+           "random", "functools", "itertools", "operator", "copy", "inspect", "traceback",
            "contextlib", "struct", "pickle", "socket", "signal", "dataclasses", "numpy")
 # torch submodules that are data (op tables, generated docs), large and never what a judge calls.
 _SKIP = ("torch._refs", "torch._decomp", "torch._prims", "torch.testing._internal", "torch._dynamo",

@@ -1,0 +1,160 @@
+"""The strict judge's comparison, the verdict vocabulary and the fingerprint, in-process on the CPU.
+
+Each rule has a case it must refuse and an honest case it must pass (docs/scoring.md)."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from roofline_ext.judge.compare import compare_outputs  # noqa: E402
+from roofline_ext.judge.guard import Guard  # noqa: E402
+from roofline_ext.model.verdict import Judgement, Verdict, clip_score, verdict_text  # noqa: E402
+from roofline_ext.runner.timed import candidate_record, score_candidate  # noqa: E402
+
+TOL = 1e-4
+
+
+@pytest.fixture
+def soft():
+    torch.manual_seed(0)
+    return torch.softmax(torch.randn(64, 4096), dim=1)
+
+
+def test_zeros_for_a_softmax_are_degenerate_though_kernelbench_passes_them():
+    # KernelBench level1/23_Softmax's shape of problem: a wide row of uniform inputs, every output
+    # (about 1/n) under the absolute tolerance.
+    torch.manual_seed(0)
+    soft = torch.softmax(torch.rand(4, 1 << 17), dim=1)
+    assert float(soft.max()) < TOL
+    zeros = torch.zeros_like(soft)
+    strict = compare_outputs(soft, zeros, TOL)
+    assert not strict.ok and strict.kind == "degenerate" and "degenerate" in strict.reason
+    assert compare_outputs(soft, zeros, TOL, mode="kernelbench").ok  # KernelBench issue #165, by name
+
+
+@pytest.mark.parametrize("make, kind", [
+    (lambda r: torch.full_like(r, float(r.mean())), "degenerate"),
+    (lambda r: r.mean() + 1e-12 * torch.randn_like(r), "degenerate"),
+    (lambda r: r.mean() + r.std() * torch.randn_like(r), "degenerate"),
+    (lambda r: r.half(), "dtype"),
+    (lambda r: r[:, :-1], "shape"),
+    (lambda r: torch.full_like(r, float("nan")), "nonfinite"),
+    (lambda r: r * 1.01, "rel_l2"),
+    (lambda r: r.double(), "dtype"),
+])
+def test_strict_refusals(soft, make, kind):
+    c = compare_outputs(soft, make(soft), TOL)
+    assert not c.ok and c.kind == kind, c
+
+
+def test_a_tensor_subclass_is_refused(soft):
+    class Sub(torch.Tensor):
+        pass
+
+    c = compare_outputs(soft, soft.clone().as_subclass(Sub), TOL)
+    assert not c.ok and c.kind == "type"
+
+
+@pytest.mark.parametrize("make", [
+    lambda r: r.clone(),
+    lambda r: r.t().contiguous().t(),                 # another layout, the same values
+    lambda r: (r.double() * (1 + 1e-7)).float(),      # rounding
+])
+def test_honest_outputs_pass(soft, make):
+    assert compare_outputs(soft, make(soft), TOL).ok
+
+
+def test_relative_error_sees_what_the_absolute_tolerance_hides():
+    ref = torch.rand(1000) * 1e-6 + 1e-6   # every value far under atol
+    c = compare_outputs(ref, ref * 2, TOL)
+    assert not c.ok and c.kind in ("rel_l2", "degenerate")
+    assert compare_outputs(ref, ref * 2, TOL, mode="kernelbench").ok
+
+
+def test_a_constant_reference_accepts_a_constant_output():
+    ref = torch.ones(100)
+    assert compare_outputs(ref, torch.ones(100), TOL).ok
+
+
+def test_integer_outputs_must_be_equal_and_structures_must_match():
+    a = torch.arange(10)
+    assert compare_outputs(a, a.clone(), TOL).ok
+    b = a.clone()
+    b[3] += 1
+    assert compare_outputs(a, b, TOL).kind == "values"
+    assert compare_outputs((a, a), (a,), TOL).kind == "structure"
+    assert compare_outputs([a, 2.0], [a, 2.0], TOL).ok
+    assert not compare_outputs([a, 2.0], [a, 3.0], TOL).ok
+
+
+def test_nan_where_the_reference_has_nan_is_equal():
+    ref = torch.tensor([1.0, float("nan"), 3.0, 2.5])
+    assert compare_outputs(ref, ref.clone(), TOL).ok
+    assert compare_outputs(ref, torch.tensor([1.0, 0.0, 3.0, 2.5]), TOL).kind == "nonfinite"
+
+
+# --- the verdict vocabulary ------------------------------------------------------------------------
+
+def test_judgement_round_trips_and_says_itself():
+    j = Judgement(Verdict.INVALID, "torch.allclose was replaced", "identity", {"changes": ["x"]}, seed=7, checks=1)
+    assert Judgement.from_dict(j.to_dict()) == j
+    assert verdict_text("invalid", "why", "identity") == "INVALID (identity): why"
+    assert verdict_text("below_floor", "faster than the derived floor") == "BELOW FLOOR: faster than the derived floor"
+    assert clip_score(1.0000001) == 1.0 and clip_score(-1e-9) == 0.0 and clip_score(None) is None
+
+
+def _record(verdict: str, t_new: float = 0.1) -> dict:
+    value = {"judgement": {"verdict": verdict, "reason": None, "defence": None}, "t_new_ms": t_new,
+             "candidate_timing": {"median_ms": t_new}, "correctness": {"ok": verdict == "correct"}}
+    return candidate_record("c.py", None, value)
+
+
+def test_only_a_correct_candidate_is_timed_and_scored():
+    roofs = {"datasheet": {"t_min_ms": 0.05}}
+    for verdict in ("incorrect", "invalid"):
+        rec = score_candidate(_record(verdict), roofs, 0.2)
+        assert rec["t_new_ms"] is None and rec["roofs"]["datasheet"] is None and rec["verdict"] == verdict
+    rec = score_candidate(_record("correct"), roofs, 0.2)
+    assert rec["verdict"] == "correct" and 0 < rec["roofs"]["datasheet"]["score"] <= 1
+
+
+def test_below_any_floor_is_its_own_verdict_and_never_scored():
+    roofs = {"datasheet": {"t_min_ms": 0.05}, "derived": {"t_min_ms": 0.02}}
+    rec = score_candidate(_record("correct", t_new=0.04), roofs, 0.2)
+    assert rec["verdict"] == "below_floor" and rec["below_floor"] == ["datasheet"]
+    assert all(r["score"] is None for r in rec["roofs"].values())
+
+
+def test_a_failed_candidate_is_an_error():
+    rec = candidate_record("c.py", None, kind="import", error="c.py: loading failed")
+    assert rec["verdict"] == "error" and rec["correct"] is None
+
+
+# --- the fingerprint -------------------------------------------------------------------------------
+
+def test_the_guard_sees_a_replaced_function_a_swapped_code_and_changed_weights(monkeypatch):
+    model = torch.nn.Linear(4, 4)
+    guard = Guard.take(model)
+    assert guard.check("now") == []
+    monkeypatch.setattr(torch, "allclose", lambda *a, **k: True)
+    monkeypatch.setattr(torch.nn.Linear.forward, "__code__", (lambda self, x: x).__code__)
+    with torch.no_grad():
+        model.weight.add_(1.0)
+    changes = " | ".join(guard.check("now"))
+    assert "torch.allclose" in changes and "Linear.forward" in changes and "weight" in changes
+
+
+def test_the_guard_sees_a_new_thread(monkeypatch):
+    guard = Guard.take()
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait, name="sneaky", daemon=True)
+    t.start()
+    try:
+        assert any("sneaky" in c for c in guard.check("now"))
+    finally:
+        stop.set()
+        t.join()
+    assert guard.check("now") == []
