@@ -53,13 +53,34 @@ def test_health_record_from_nvml_dicts():
     info = {"clock_event_reason_names": ["gpu_idle"], "power_draw_mw": 80500, "mig_current": 0, "ecc_current": 1,
             "ecc_pending": 1, "sm_clock_mhz": 345, "max_sm_clock_mhz": 1980}
     health = {"ecc_uncorrected_volatile": 0, "pcie_gen": 5, "pcie_max_gen": 5, "remap_pending": False,
-              "compute_processes": [{"pid": os.getpid(), "used_bytes": 1 << 29}, {"pid": 1, "used_bytes": None}]}
-    h = from_nvml("0000:19:00.0", info, health)
+              "compute_processes": [{"pid": os.getpid(), "used_bytes": 1 << 29}, {"pid": 1, "used_bytes": None}],
+              "utilization_gpu_pct": 97, "utilization_memory_pct": 40}
+    names = {1: "python3 load.py"}
+    h = from_nvml("0000:19:00.0", info, health, names=names.get)
     assert h.power_draw_w == 80.5 and h.ecc_mode == "enabled" and h.mig_mode == "disabled"
     assert [p.pid for p in h.other_processes] == [1]  # this process is not "another process"
+    assert h.utilization_gpu_pct == 97 and h.utilization_memory_pct == 40
     d = h.to_dict()
-    assert d["other_processes"] == [{"pid": 1, "used_bytes": None}] and d["clock_event_reasons"] == ["gpu_idle"]
+    assert d["other_processes"] == [{"pid": 1, "used_bytes": None, "name": "python3 load.py"}]
+    assert d["clock_event_reasons"] == ["gpu_idle"]
+    assert h.other_processes[0].describe() == "pid 1 python3 load.py"
     assert h.retired_pages_pending is None  # not reported: no finding
+
+
+def test_process_names_come_from_proc(tmp_path):
+    from roofline_ext.device.health import process_name
+
+    (tmp_path / "42").mkdir()
+    (tmp_path / "42" / "cmdline").write_bytes(b"/usr/bin/python3\x00train.py\x00--steps\x00100\x00")
+    (tmp_path / "43").mkdir()
+    (tmp_path / "43" / "cmdline").write_bytes(b"")  # a kernel thread, or hidden: the short name
+    (tmp_path / "43" / "comm").write_text("worker\n")
+    (tmp_path / "44").mkdir()
+    (tmp_path / "44" / "cmdline").write_bytes(b"x" * 300)
+    assert process_name(42, tmp_path) == "python3 train.py --steps 100"
+    assert process_name(43, tmp_path) == "worker"
+    assert len(process_name(44, tmp_path) or "") == 80
+    assert process_name(45, tmp_path) is None  # gone, or another PID namespace's
 
 
 def test_read_health_without_nvml_says_why():

@@ -10,8 +10,12 @@ Per GPU, in this order (BF16 first, on a card still cool from idle):
 
 then every figure is compared with the same figure of the card's cached calibration (same UUID) and
 with the SKU's reference (peaks/reference.py), each within its tolerance (check/tolerances.py), and
-the device state is read: before the measurements (clock-event reasons, processes, temperature,
-before this process has a CUDA context there) and after them (error counters, the PCIe link).
+the device state is read: before the measurements (clock-event reasons, processes, utilisation,
+temperature, before this process has a CUDA context there) and after them (error counters, the
+PCIe link, processes again). Another process on the GPU at either reading (or a busy GPU before
+the check) makes the GPU *busy*: its figures are shared and a shortfall is not held against the
+card unless ``strict`` (check/verdict.py, ``settle``); a figure whose spread exceeds its bound is
+*noisy* and never a PASS.
 
 What measures is a backend object, so tests run the whole flow with a fake one and no GPU.
 """
@@ -20,14 +24,14 @@ from __future__ import annotations
 import datetime as _dt
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Mapping, Protocol
 
 from ..errors import GpuUnavailableError, RooflineError, UserError
 from ..peaks.reference import CHECK_METRICS, HOSTLINK_FRACTION, METRIC_LABELS, reference_for
 from .result import CheckReport, DeviceCheck
-from .state import state_items
-from .tolerances import DEFAULT_TOLERANCES
-from .verdict import MetricCheck, Verdict, failed_metric, judge_metric, summary_reason, worst
+from .state import situation_of, state_items
+from .tolerances import DEFAULT_TOLERANCES, spread_bound
+from .verdict import IDLE, MetricCheck, Situation, Verdict, failed_metric, judge_metric, summary_reason, worst
 
 #: Order of the measurements (BF16 first: it is the one most sensitive to a warm card).
 ORDER = ("bf16", "fp32", "hbm_read", "hbm_copy", "h2d", "d2h")
@@ -47,6 +51,16 @@ class Measured:
     cv: float | None
     detail: Mapping[str, Any] = field(default_factory=dict)
     telemetry: Mapping[str, Any] | None = None
+
+
+class CheckProgress(Protocol):
+    """What a check reports while it runs (report/check_table.py draws it with the progress bar)."""
+
+    def plan(self, total: int) -> None:
+        """``total`` steps to come: every metric of every GPU, skipped ones included."""
+
+    def start(self, name: str) -> None: ...
+    def advance(self, name: str) -> None: ...
 
 
 class CheckBackend(Protocol):
@@ -203,16 +217,16 @@ def _measure_one(backend: CheckBackend, index: int, metric: str, setup: Mapping[
 
 
 def _judge(metric: str, got: Measured | tuple[Verdict, str], cal: Mapping[str, Any] | None, ref: Any,
-           link_gbps: float | None, tolerances: Mapping[str, float]) -> MetricCheck:
+           link_gbps: float | None, tolerances: Mapping[str, float], situation: Situation = IDLE) -> MetricCheck:
     label, unit = METRIC_LABELS[metric], CHECK_METRICS[metric]
-    if isinstance(got, tuple):
+    if isinstance(got, tuple):  # wrong data, a CUDA error: judged whatever the load
         return failed_metric(metric, label, unit, got[0], got[1])
     expectations = {"calibration": calibrated_value(cal, metric), "reference": reference_value(ref, metric, link_gbps)}
     # The clocks, power and reasons the figure was reached at go with it: they explain a low one.
     detail = {**dict(got.detail), "telemetry": dict(got.telemetry) if got.telemetry else None}
-    return judge_metric(metric, label, unit, got.value, got.cv, expectations,
-                        float(tolerances.get(metric, DEFAULT_TOLERANCES[metric])), detail,
-                        _missing(cal, ref, metric))
+    tolerance = float(tolerances.get(metric, DEFAULT_TOLERANCES[metric]))
+    return judge_metric(metric, label, unit, got.value, got.cv, expectations, tolerance, detail,
+                        _missing(cal, ref, metric), spread_bound=spread_bound(tolerance), situation=situation)
 
 
 def _cal_summary(cal: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -223,8 +237,9 @@ def _cal_summary(cal: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def check_device(backend: CheckBackend, dev: Any, tolerances: Mapping[str, float],
-                 progress: Callable[[str], None] | None = None) -> DeviceCheck:
-    """Measure, compare and read the state of one GPU (``dev`` is a ``device.listing.Device``)."""
+                 progress: CheckProgress | None = None, *, strict: bool = False) -> DeviceCheck:
+    """Measure, compare and read the state of one GPU (``dev`` is a ``device.listing.Device``);
+    ``strict`` judges the figures as measured even when another process shares the GPU."""
     from ..measure.hostlink import link_of
 
     t0 = time.monotonic()
@@ -233,22 +248,27 @@ def check_device(backend: CheckBackend, dev: Any, tolerances: Mapping[str, float
     ref = reference_for(dev.name)
     setups, skipped = plan(dev, cal, backend.compute_paths(dev.index), backend.free_bytes(dev.index))
     got: dict[str, Measured | tuple[Verdict, str]] = {}
-    for metric, setup in setups.items():
+    for metric in ORDER:
+        name = f"GPU {dev.index}: {METRIC_LABELS[metric]}"
+        if metric in setups:
+            if progress:
+                progress.start(name)
+            got[metric] = _measure_one(backend, dev.index, metric, setups[metric])
         if progress:
-            progress(f"GPU {dev.index}: {METRIC_LABELS[metric]}")
-        got[metric] = _measure_one(backend, dev.index, metric, setup)
+            progress.advance(name)
     end = backend.health(dev)  # the link as the copies left it trained, the counters after the work
+    situation = situation_of(start, end, strict=strict)
     link = link_of(end if not end.error else start, dev.name)
-    metrics = tuple(_judge(m, g, cal, ref, healthy_link_gbps(link), tolerances) for m, g in got.items())
+    metrics = tuple(_judge(m, g, cal, ref, healthy_link_gbps(link), tolerances, situation) for m, g in got.items())
     telemetry = {m: g.telemetry for m, g in got.items() if isinstance(g, Measured)}
-    state = tuple(state_items(start, end, link, telemetry, cal))
+    state = tuple(state_items(start, end, link, telemetry, cal, situation))
     verdict = worst([m.verdict for m in metrics] + [s.verdict for s in state])
     return DeviceCheck(
         index=dev.index, name=dev.name, uuid=dev.uuid, pci_bus_id=dev.pci_bus_id,
         sku=ref.sku if ref is not None else None, verdict=verdict,
-        reason=summary_reason(list(metrics) + list(state), verdict), metrics=metrics, state=state,
+        reason=summary_reason(list(metrics) + list(state), verdict, situation), metrics=metrics, state=state,
         skipped=skipped, calibration=_cal_summary(cal), reference=None if ref is None else ref.to_dict(),
-        tolerances=dict(tolerances), wall_s=round(time.monotonic() - t0, 3))
+        tolerances=dict(tolerances), wall_s=round(time.monotonic() - t0, 3), situation=situation)
 
 
 def _select(backend: CheckBackend, spec: str | int) -> list[Any]:
@@ -271,9 +291,11 @@ def _now() -> str:
 
 
 def run_check(device: str | int = "0", *, tolerances: Mapping[str, float] | None = None,
-              backend: CheckBackend | None = None, progress: Callable[[str], None] | None = None) -> CheckReport:
+              backend: CheckBackend | None = None, progress: CheckProgress | None = None,
+              strict: bool = False) -> CheckReport:
     """Check GPU ``device`` (a CUDA index or "all"); returns the report, never raises for a missing
-    GPU (the report is then UNKNOWN with the reason). Raises UserError for a bad index."""
+    GPU (the report is then UNKNOWN with the reason). Raises UserError for a bad index. ``strict``:
+    a GPU another process shares is judged on its figures as measured (normally they are "busy")."""
     if backend is None:
         from .native import NativeCheckBackend
 
@@ -284,15 +306,19 @@ def run_check(device: str | int = "0", *, tolerances: Mapping[str, float] | None
     if not avail.ok:
         return CheckReport(Verdict.UNKNOWN, f"no GPU can be checked here: {avail.message}", (), avail.to_dict(),
                            _now(), backend.package_version(), wall_s=round(time.monotonic() - t0, 3), no_gpu=True)
-    devices = tuple(check_device(backend, d, tolerances, progress) for d in _select(backend, device))
+    chosen = _select(backend, device)
+    if progress:
+        progress.plan(len(chosen) * len(ORDER))
+    devices = tuple(check_device(backend, d, tolerances, progress, strict=strict) for d in chosen)
     if not devices:
         return CheckReport(Verdict.UNKNOWN, "no CUDA device here can be measured", (), avail.to_dict(), _now(),
-                           backend.package_version(), wall_s=round(time.monotonic() - t0, 3), no_gpu=True)
+                           backend.package_version(), wall_s=round(time.monotonic() - t0, 3), no_gpu=True,
+                           strict=strict)
     verdict = worst(d.verdict for d in devices)
     reason = ("every GPU passed" if verdict is Verdict.PASS else
               "; ".join(f"GPU {d.index}: {d.reason}" for d in devices if d.verdict is verdict))
     return CheckReport(verdict, reason, devices, avail.to_dict(), _now(), backend.package_version(),
-                       wall_s=round(time.monotonic() - t0, 3))
+                       wall_s=round(time.monotonic() - t0, 3), strict=strict)
 
 
 def run_check_safely(device: str | int = "0", **kwargs: Any) -> CheckReport:
@@ -307,4 +333,5 @@ def run_check_safely(device: str | int = "0", **kwargs: Any) -> CheckReport:
                            _now(), __version__, no_gpu=True)
 
 
-__all__ = ["run_check", "run_check_safely", "check_device", "plan", "Measured", "CheckBackend", "ORDER"]
+__all__ = ["run_check", "run_check_safely", "check_device", "plan", "Measured", "CheckBackend", "CheckProgress",
+           "ORDER"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ..peaks.hostlink import HostLink
-from .verdict import StateItem, Verdict
+from .verdict import IDLE, Situation, StateItem, Verdict
 
 #: Clock-event reasons that slow a card for reasons other than its workload: thermal, the board's
 #: own slowdown signal, the chassis power brake. The software power cap is how a busy 700 W part
@@ -19,6 +19,11 @@ SLOWDOWN_REASONS = ("sw_thermal_slowdown", "hw_slowdown", "hw_thermal_slowdown",
 _TEMP_MARGIN_C = 5
 #: Without thresholds from NVML: hot enough that most data-centre parts throttle soon.
 _TEMP_FALLBACK_C = 85
+#: NVML utilisation (percent of its last sample period with a kernel running) at or above which a
+#: GPU counts as busy before the check touched it. An idle card reads 0; 10 leaves room for a
+#: monitoring agent's occasional tiny kernel while any real job (a training step, a GEMM loop, a
+#: copy loop) reads far above it.
+BUSY_UTILIZATION_PCT = 10
 
 
 def nvml_item(health: Any) -> list[StateItem]:
@@ -108,17 +113,75 @@ def pcie_item(link: HostLink | None, replays: int | None) -> list[StateItem]:
                       value)]
 
 
-def processes_item(health: Any) -> list[StateItem]:
+def _describe(p: Any, named: bool) -> str:
+    if named and hasattr(p, "describe"):
+        return str(p.describe())
+    return f"pid {p.pid}" + (f" ({p.used_bytes / 2**20:.0f} MiB)" if p.used_bytes else "")
+
+
+def _others_at_end(end: Any | None) -> tuple[list[Any], bool | None]:
+    """Processes other than this one computing on the GPU after the measurements, and whether
+    NVML's pids are this process's (it holds a context then, so it must be listed): False in a
+    container whose PID namespace is not the driver's, where pids name nobody here."""
+    if end is None or end.error or end.compute_processes is None:
+        return [], None
+    procs = end.compute_processes
+    if any(p.pid == end.reader_pid for p in procs):
+        return [p for p in procs if p.pid != end.reader_pid], True
+    # This process is not listed under its own pid: one of the entries is this process.
+    return (list(procs) if len(procs) > 1 else []), (False if procs else None)
+
+
+def situation_of(start: Any, end: Any | None = None, *, strict: bool = False) -> Situation:
+    """Whether another process used the GPU while it was checked, from two NVML readings: ``start``,
+    before this process touched the GPU, and ``end``, after the measurements (``DeviceHealth``).
+
+    Evidence: other compute processes at the start or at the end (a load that began mid-check), and
+    the start's utilisation at or above ``BUSY_UTILIZATION_PCT`` (it also sees a process a container
+    hides from the list). Utilisation is not evidence when this process itself was already on the
+    GPU at the start: then it may be this process's own earlier work.
+    """
+    if start.error:
+        return Situation(strict=strict)
+    evidence: list[str] = []
+    seen: dict[int, Any] = {}
+    at_start = list(start.other_processes or ())
+    at_end, same_pids = _others_at_end(end)
+    named = same_pids is not False
+    if at_start:
+        evidence.append(f"{len(at_start)} other process(es) computing when the check began: "
+                        + ", ".join(_describe(p, named) for p in at_start))
+        seen.update((p.pid, p) for p in at_start)
+    new = [p for p in at_end if p.pid not in seen]
+    if new:
+        where = "" if same_pids else " (NVML's pids are not this container's: one of them is this process)"
+        evidence.append(f"{len(new)} other process(es) computing when it ended{where}: "
+                        + ", ".join(_describe(p, named) for p in new))
+        seen.update((p.pid, p) for p in new)
+    util, mem = start.utilization_gpu_pct, start.utilization_memory_pct
+    ours = any(p.pid == start.reader_pid for p in start.compute_processes or ())
+    if util is not None and util >= BUSY_UTILIZATION_PCT and not ours:
+        evidence.append(f"the GPU was {util}% busy (memory {mem}%) before the check touched it"
+                        if mem is not None else f"the GPU was {util}% busy before the check touched it")
+    procs = tuple({"pid": p.pid, "used_bytes": p.used_bytes, "name": getattr(p, "name", None) if named else None}
+                  for p in seen.values())
+    return Situation(bool(evidence), tuple(evidence), procs, util, mem, strict)
+
+
+def processes_item(health: Any, situation: Situation = IDLE) -> list[StateItem]:
+    """Who else computes on the GPU: UNKNOWN when busy (the figures are shared, nothing is judged
+    against the card for it), WARN under ``--strict`` (judged as measured), PASS when nobody."""
     others = health.other_processes
-    if others is None:
-        return []
-    if not others:
+    if not situation.busy:
+        if others is None and health.utilization_gpu_pct is None:
+            return []
         return [StateItem("compute_processes", Verdict.PASS, "no other process computes on this GPU", [])]
-    listed = ", ".join(f"pid {p.pid}" + (f" ({p.used_bytes / 2**20:.0f} MiB)" if p.used_bytes else "")
-                       for p in others)
-    return [StateItem("compute_processes", Verdict.WARN, f"{len(others)} other process(es) compute on this GPU "
-                      f"({listed}): they compete with jobs and lower the figures",
-                      [{"pid": p.pid, "used_bytes": p.used_bytes} for p in others])]
+    value = [dict(p) for p in situation.processes]
+    if situation.strict:
+        return [StateItem("compute_processes", Verdict.WARN, f"busy: {situation.who()}: they compete with jobs "
+                          "and lower the figures, which are judged as measured (--strict)", value)]
+    return [StateItem("compute_processes", Verdict.UNKNOWN, f"busy: {situation.who()}: the figures are shared "
+                      "with them, so a low one says nothing about this card (--strict judges them anyway)", value)]
 
 
 def temperature_item(health: Any) -> list[StateItem]:
@@ -155,15 +218,16 @@ def mode_items(health: Any, calibration: Mapping[str, Any] | None) -> list[State
 
 def state_items(start: Any, end: Any | None, link: HostLink | None,
                 telemetry: Mapping[str, Mapping[str, Any] | None],
-                calibration: Mapping[str, Any] | None) -> list[StateItem]:
+                calibration: Mapping[str, Any] | None, situation: Situation = IDLE) -> list[StateItem]:
     """Every state item of one GPU: what it was at the start (before our CUDA context existed), the
-    link and the error counters as they were at the end, and what the measurements ran under."""
+    link and the error counters as they were at the end, what the measurements ran under, and who
+    else used the GPU (``situation``, from ``situation_of``)."""
     if start.error:
         return nvml_item(start)
     last = end if end is not None and not end.error else start
     items: list[StateItem] = []
     for part in (clock_reasons_item(start), slowdown_during_item(telemetry), ecc_items(last),
-                 retirement_items(last), pcie_item(link, last.pcie_replay_counter), processes_item(start),
+                 retirement_items(last), pcie_item(link, last.pcie_replay_counter), processes_item(start, situation),
                  temperature_item(start), mode_items(start, calibration)):
         items.extend(part)
     return items

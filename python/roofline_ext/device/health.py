@@ -2,14 +2,17 @@
 
 ``read_health(pci_bus_id)`` joins NVML's device record (clocks, clock-event reasons, MIG and ECC
 mode, power, temperature) with the core's ``nvml_health`` (ECC error counters, retired pages and
-remapped rows, the PCIe link now and at most, temperature thresholds, compute processes). Fields a
-board does not report stay None. It never raises: without NVML, ``DeviceHealth.error`` says why.
+remapped rows, the PCIe link now and at most, temperature thresholds, compute processes and
+utilisation). Fields a board does not report stay None. It never raises: without NVML,
+``DeviceHealth.error`` says why. Compute processes carry their command line where this machine's
+``/proc`` shows it (NVML gives only the pid), so a check can name who shares the card.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from pathlib import Path
+from typing import Any, Callable, Mapping
 
 from .native import core_or_none
 
@@ -19,14 +22,41 @@ _HEALTH_KEYS = (
     "retired_pages_dbe", "retired_pages_sbe", "retired_pages_pending", "remapped_rows_correctable",
     "remapped_rows_uncorrectable", "remap_pending", "remap_failure", "pcie_gen", "pcie_width", "pcie_max_gen",
     "pcie_max_width", "pcie_gpu_max_gen", "pcie_replay_counter", "c2c_enabled", "temperature_c",
-    "temperature_slowdown_c", "temperature_shutdown_c", "temperature_gpu_max_c",
+    "temperature_slowdown_c", "temperature_shutdown_c", "temperature_gpu_max_c", "utilization_gpu_pct",
+    "utilization_memory_pct",
 )
+#: Longest command line kept for a process's name.
+_NAME_CHARS = 80
 
 
 @dataclass(frozen=True)
 class ComputeProcess:
     pid: int
     used_bytes: int | None
+    #: The command line from /proc (argv[0]'s base name, then its arguments), None where unreadable.
+    name: str | None = None
+
+    def describe(self) -> str:
+        """``pid 4242 python3 load.py (8192 MiB)``: what a verdict names."""
+        text = f"pid {self.pid}" + (f" {self.name}" if self.name else "")
+        return text + (f" ({self.used_bytes / 2**20:.0f} MiB)" if self.used_bytes else "")
+
+
+def process_name(pid: int, proc: Path = Path("/proc")) -> str | None:
+    """The command line of ``pid`` as this machine's ``/proc`` shows it, shortened; None if hidden."""
+    try:
+        raw = (proc / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        raw = b""
+    args = [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+    if not args:
+        try:
+            comm = (proc / str(pid) / "comm").read_text().strip()
+        except OSError:
+            return None
+        return comm or None
+    text = " ".join([os.path.basename(args[0])] + args[1:])
+    return text if len(text) <= _NAME_CHARS else text[:_NAME_CHARS - 3] + "..."
 
 
 @dataclass(frozen=True)
@@ -65,6 +95,9 @@ class DeviceHealth:
     temperature_shutdown_c: int | None = None
     temperature_gpu_max_c: int | None = None
     compute_processes: tuple[ComputeProcess, ...] | None = None
+    #: NVML's utilisation over its last sample period (1/6 s to 1 s): kernels running, memory busy.
+    utilization_gpu_pct: int | None = None
+    utilization_memory_pct: int | None = None
     #: pid of the process that read this (so a check can leave itself out of "other processes").
     reader_pid: int = field(default_factory=os.getpid)
 
@@ -88,8 +121,10 @@ def _on_off(v: int | None) -> str | None:
     return None if v is None else ("enabled" if v else "disabled")
 
 
-def from_nvml(pci_bus_id: str, info: Mapping[str, Any], health: Mapping[str, Any]) -> DeviceHealth:
-    """A ``DeviceHealth`` from the two dicts the core returns (tests build them by hand)."""
+def from_nvml(pci_bus_id: str, info: Mapping[str, Any], health: Mapping[str, Any],
+              names: Callable[[int], str | None] = process_name) -> DeviceHealth:
+    """A ``DeviceHealth`` from the two dicts the core returns (tests build them by hand); ``names``
+    gives a process's command line from its pid."""
     procs = health.get("compute_processes")
     power = info.get("power_draw_mw")
     reasons = info.get("clock_event_reason_names")
@@ -105,7 +140,7 @@ def from_nvml(pci_bus_id: str, info: Mapping[str, Any], health: Mapping[str, Any
         ecc_mode=_on_off(info.get("ecc_current")),
         ecc_pending=_on_off(info.get("ecc_pending")),
         compute_processes=None if procs is None else tuple(
-            ComputeProcess(int(p["pid"]), p.get("used_bytes")) for p in procs),
+            ComputeProcess(int(p["pid"]), p.get("used_bytes"), names(int(p["pid"]))) for p in procs),
         **counters,
     )
 

@@ -8,7 +8,6 @@ on (docs/check.md): 0 PASS, 4 WARN, 5 FAIL, 6 UNKNOWN, 3 no GPU here (UNKNOWN), 
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any, Mapping, Literal
 
 
@@ -28,6 +27,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the whole result as JSON instead of the table")
     p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON to FILE (a regular file)")
     p.add_argument("--quiet", action="store_true", help="print only the overall verdict line")
+    p.add_argument("--strict", action="store_true",
+                   help="judge a GPU another process is using on its figures as measured (normally such a GPU "
+                   "is 'busy': its figures are shared and a low one is not held against it)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(func=run)
 
 
@@ -35,7 +38,7 @@ def _print_device(d: Mapping[str, Any], console: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from ...report.check_table import metric_rows, state_rows
+    from ...report.check_table import metric_rows, situation_line, state_rows
 
     title = f"GPU {d.get('index')}: {d.get('name')} [{d.get('uuid')}]: {d.get('verdict')}"
     table = Table(title=escape(title), title_justify="left")
@@ -47,8 +50,11 @@ def _print_device(d: Mapping[str, Any], console: Any) -> None:
     for r in metric_rows(d):
         table.add_row(escape(r["metric"]), r["value"], escape(r["calibration"]), escape(r["reference"]), r["verdict"])
     console.print(table)
+    busy = situation_line(d)
+    if busy:
+        console.print(escape(f"  {busy}"))
     for r in state_rows(d):
-        if r["verdict"] != "PASS":
+        if r["verdict"] != "PASS" and not (busy and r["key"] == "compute_processes"):
             console.print(escape(f"  state {r['key']}: {r['verdict']}: {r['reason']}"))
     for r in metric_rows(d):
         if r["verdict"] not in ("PASS",):
@@ -85,8 +91,10 @@ def run(args: argparse.Namespace) -> int:
 
         device_index(args.device)  # a bad index is bad input (exit 2), said before any GPU is probed
     out = check_outputs({"-o": args.output}).get("-o")
-    progress = None if args.json or args.quiet else (lambda s: print(f"roofline-ext: {s}", file=sys.stderr, flush=True))
-    report = run_check_safely(args.device, tolerances=tolerances, progress=progress)
+    from ...report.check_table import CheckProgressBar
+
+    with CheckProgressBar(enabled=not (args.json or args.quiet or args.no_progress)) as progress:
+        report = run_check_safely(args.device, tolerances=tolerances, progress=progress, strict=args.strict)
     doc = report.to_dict()
     emit_json(doc, out, to_stdout=args.json)
     if args.json:
