@@ -83,7 +83,7 @@ def _softmax(tmp_path: Path, candidate: str) -> tuple[Path, Path]:
 def test_timed_result_has_fractions_and_scores_of_every_roof(tmp_path, capsys, monkeypatch):
     install_fake_backend(tmp_path, monkeypatch, times={"softmax": 0.2, "mine_fast": 0.125})
     task, cand = _softmax(tmp_path, "mine_fast")
-    rc, out, err = run(capsys, task, "--new", cand, "--gpu", "H200", "--json")
+    rc, out, err = run(capsys, task, "--new", cand, "--time", "--gpu", "H200", "--json")
     assert rc == 0, err
     r = json.loads(out)
     ds = r["roofs"]["datasheet"]
@@ -101,7 +101,7 @@ def test_timed_result_has_fractions_and_scores_of_every_roof(tmp_path, capsys, m
 def test_text_report_shows_the_score(tmp_path, capsys, monkeypatch):
     install_fake_backend(tmp_path, monkeypatch, times={"softmax": 0.2, "mine_fast": 0.125})
     task, cand = _softmax(tmp_path, "mine_fast")
-    rc, out, _ = run(capsys, task, "--new", cand, "--gpu", "H200")
+    rc, out, _ = run(capsys, task, "--new", cand, "--time", "--gpu", "H200")
     assert rc == 0
     assert "speed-up 1.6x" in out and "score" in out
     assert f"{sol_score(0.125, 0.2, SOFTMAX_FLOOR_MS):.3f}" in out
@@ -110,7 +110,7 @@ def test_text_report_shows_the_score(tmp_path, capsys, monkeypatch):
 def test_candidate_below_the_floor_is_flagged_not_scored(tmp_path, capsys, monkeypatch):
     install_fake_backend(tmp_path, monkeypatch, times={"softmax": 0.2, "mine_fast": 0.05})
     task, cand = _softmax(tmp_path, "mine_fast")
-    rc, out, _ = run(capsys, task, "--new", cand, "--gpu", "H200", "--json")
+    rc, out, _ = run(capsys, task, "--new", cand, "--time", "--gpu", "H200", "--json")
     r = json.loads(out)
     assert rc == 0
     assert r["roofs"]["datasheet"]["score"] is None and r["roofs"]["datasheet"]["new_below_floor"] is True
@@ -121,7 +121,7 @@ def test_candidate_below_the_floor_is_flagged_not_scored(tmp_path, capsys, monke
 def test_reference_below_the_floor_leaves_nothing_to_score(tmp_path, capsys, monkeypatch):
     install_fake_backend(tmp_path, monkeypatch, times={"softmax": 0.05, "mine_fast": 0.2})
     task, cand = _softmax(tmp_path, "mine_fast")
-    r = json.loads(run(capsys, task, "--new", cand, "--gpu", "H200", "--json")[1])
+    r = json.loads(run(capsys, task, "--new", cand, "--time", "--gpu", "H200", "--json")[1])
     assert r["roofs"]["datasheet"]["score"] is None and r["impossible"] is True
     assert any("the reference is at or below the datasheet floor" in n for n in r["notes"])
 
@@ -129,9 +129,9 @@ def test_reference_below_the_floor_leaves_nothing_to_score(tmp_path, capsys, mon
 def test_incorrect_candidate_gets_no_fraction_and_no_score(tmp_path, capsys, monkeypatch):
     install_fake_backend(tmp_path, monkeypatch, times={"softmax": 0.2})
     task, cand = _softmax(tmp_path, "mine_wrong")
-    rc, out, _ = run(capsys, task, "--new", cand, "--gpu", "H200", "--json")
+    rc, out, _ = run(capsys, task, "--new", cand, "--time", "--gpu", "H200", "--json")
     r = json.loads(out)
-    assert rc == 0 and r["correct"] is False
+    assert rc == 1 and r["correct"] is False and r["verdict"] == "incorrect"  # refused: exit 1
     assert r["t_new_ms"] is None and r["roofs"]["datasheet"]["new_fraction"] is None
     assert r["roofs"]["datasheet"]["score"] is None and r["speedup"] is None
     assert any("INCORRECT" in n for n in r["notes"])
@@ -140,7 +140,7 @@ def test_incorrect_candidate_gets_no_fraction_and_no_score(tmp_path, capsys, mon
 def test_crashing_candidate_costs_the_candidate_only(tmp_path, capsys, monkeypatch):
     install_fake_backend(tmp_path, monkeypatch, times={"softmax": 0.2})
     task, cand = _softmax(tmp_path, "mine_crash")
-    rc, out, err = run(capsys, task, "--new", cand, "--gpu", "H200", "--json")
+    rc, out, err = run(capsys, task, "--new", cand, "--time", "--gpu", "H200", "--json")
     r = json.loads(out)
     assert rc == 1  # a candidate failed
     assert r["status"] == "ok" and r["t_ref_ms"] == 0.2
@@ -167,7 +167,7 @@ def test_new_dir_scores_every_sample_and_summarizes(tmp_path, capsys, monkeypatc
              "level_1_problem_1_sample_1_kernel": 0.1, "level_1_problem_2_sample_0_kernel": 0.4}
     install_fake_backend(tmp_path, monkeypatch, times=times)
     out_json, out_csv, sum_csv = tmp_path / "r.json", tmp_path / "r.csv", tmp_path / "s.csv"
-    rc, _, err = run(capsys, tasks, "--new", cands, "--gpu", "H200", "--json", out_json, "--csv", out_csv,
+    rc, _, err = run(capsys, tasks, "--new", cands, "--time", "--gpu", "H200", "--json", out_json, "--csv", out_csv,
                      "--summary-csv", sum_csv, "--no-progress")
     assert rc == 0, err
     assert "2 file(s) in" in err and "match no task" in err  # the other level's sample and notes.py
@@ -178,7 +178,7 @@ def test_new_dir_scores_every_sample_and_summarizes(tmp_path, capsys, monkeypatc
     assert by["1_small"]["t_new_ms"] is None  # several candidates: each has its own
     s = doc["summary"]
     assert s["tasks"] == {"total": 2, "ok": 2, "failed": 0, "timed": 2}
-    assert s["candidates"] == {"total": 3, "correct": 3, "incorrect": 0, "failed": 0, "below_floor": 0}
+    assert s["candidates"] == {"total": 3, "correct": 3, "incorrect": 0, "invalid": 0, "failed": 0, "below_floor": 0}
     assert s["speedup_geomean"] == pytest.approx((2.0 * 4.0 * 2.0) ** (1 / 3))
     assert s["speedup_geomean_best_per_task"] == pytest.approx((4.0 * 2.0) ** 0.5)
     scores = [c["roofs"]["datasheet"]["score"] for t in doc["tasks"] for c in t["candidates"]]

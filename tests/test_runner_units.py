@@ -109,7 +109,7 @@ RESULTS = [
 def test_batch_summary_figures():
     s = batch_summary(RESULTS)
     assert s["tasks"] == {"total": 3, "ok": 2, "failed": 1, "timed": 2}
-    assert s["candidates"] == {"total": 4, "correct": 2, "incorrect": 1, "failed": 1, "below_floor": 0}
+    assert s["candidates"] == {"total": 4, "correct": 2, "incorrect": 1, "invalid": 0, "failed": 1, "below_floor": 0}
     assert s["speedup_geomean"] == pytest.approx(math.sqrt(8.0))
     assert s["speedup_geomean_best_per_task"] == pytest.approx(4.0)
     ds = s["roofs"]["datasheet"]

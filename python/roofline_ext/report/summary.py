@@ -49,7 +49,9 @@ def batch_summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {
         "tasks": {"total": len(results), "ok": len(ok), "failed": len(results) - len(ok), "timed": len(timed)},
         "candidates": {"total": len(cands), "correct": len(correct),
-                       "incorrect": sum(1 for c in cands if c.get("correct") is False),
+                       "incorrect": sum(1 for c in cands if c.get("correct") is False
+                                        and c.get("verdict") != "invalid"),
+                       "invalid": sum(1 for c in cands if c.get("verdict") == "invalid"),
                        "failed": sum(1 for c in cands if c.get("status") != "ok"),
                        "below_floor": sum(1 for c in correct if c.get("below_floor"))},
         "speedup_geomean": _geomean(c.get("speedup") for c in correct),
@@ -99,6 +101,7 @@ def summary_table(summary: Mapping[str, Any]) -> str:
     lines = [f"tasks       {t['total']}: {t['ok']} ok, {t['failed']} failed, {t['timed']} timed"]
     if c["total"]:
         lines.append(f"candidates  {c['total']}: {c['correct']} correct, {c['incorrect']} incorrect, "
+                     f"{c.get('invalid', 0)} invalid, "
                      f"{c['failed']} failed; {c['below_floor']} below a floor (not scored)")
     g, gb = summary["speedup_geomean"], summary["speedup_geomean_best_per_task"]
     if g is not None:
@@ -124,7 +127,7 @@ def summary_table(summary: Mapping[str, Any]) -> str:
 # --- the batch's files ------------------------------------------------------------------------------
 
 TIMED_COLUMNS = ("wall_s", "t_ref_ms", "t_compile_ms", "candidate", "sample", "candidate_status", "correct",
-                 "t_new_ms", "speedup") + tuple(
+                 "verdict", "verdict_reason", "t_new_ms", "speedup") + tuple(
     f"{roof}_{key}" for roof in ROOF_NAMES for key in ("ref_fraction", "new_fraction", "score", "below_floor"))
 
 
@@ -138,7 +141,8 @@ def _timed_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
         row = dict(base)
         if c is not None:
             row.update(candidate=c.get("candidate"), sample=c.get("sample"), candidate_status=c.get("status"),
-                       correct=c.get("correct"), t_new_ms=c.get("t_new_ms"), speedup=c.get("speedup"))
+                       correct=c.get("correct"), verdict=c.get("verdict"), verdict_reason=c.get("reason"),
+                       t_new_ms=c.get("t_new_ms"), speedup=c.get("speedup"))
             for roof in ROOF_NAMES:
                 mine = _roof(c, roof)
                 row.update({f"{roof}_new_fraction": mine.get("fraction"), f"{roof}_score": mine.get("score"),

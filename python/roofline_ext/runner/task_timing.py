@@ -329,15 +329,27 @@ def time_candidate(path: str | Path, *, new: str | Path | None = None, dtype: st
     the device, dtype, seed and input placement. A candidate that is not correct asks for its worker
     to be replaced (``_retire``), so that nothing it did can reach the next task.
     """
+    import time
+
     task, dev, tdtype = _open(path, dtype, device)
     flush = L2Flush(device)
+    loop_s = [0.0]
 
     def time_fn(fn, before):
-        return _time(fn, device, trials, warmup, before)
+        t0 = time.perf_counter()
+        try:
+            return _time(fn, device, trials, warmup, before)
+        finally:
+            loop_s[0] += time.perf_counter() - t0
 
+    t0 = time.perf_counter()
     try:
-        return _judged(task, path, new, dev, tdtype, seed, inputs, correct_trials, judge, judge_seed,
-                       lambda j, cand, args: _timed_and_seen(j, cand, args, time_fn, trials, warmup, flush, device))
+        result = _judged(task, path, new, dev, tdtype, seed, inputs, correct_trials, judge, judge_seed,
+                         lambda j, cand, args: _timed_and_seen(j, cand, args, time_fn, trials, warmup, flush, device))
+        # Where the job's time went: the timed loop (what any harness spends) and the rest
+        # (loading, building, the judge: its input sets, references, fingerprints and checks).
+        result["job_s"], result["timed_loop_s"] = time.perf_counter() - t0, loop_s[0]
+        return result
     finally:
         task.unload()
 

@@ -1,0 +1,49 @@
+"""The exploit suite on a GPU, timed: every cheat refused (those that need the timed loop
+included), every honest candidate correct and scored, in one batch through the default pool.
+
+A cheat that only the floor would catch is not counted as caught here: the floor is not a defence
+(docs/scoring.md), so every cheat must be refused by a verdict of the judge itself."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from exploits.manifest import CASES, stage
+from roofline_ext import cli
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def timed(tmp_path_factory):
+    root = tmp_path_factory.mktemp("exploits-gpu")
+    tasks, cands, by_label = stage(CASES, root)
+    out = root / "judged.json"
+    cli.main(["analyze", str(tasks), "--new", str(cands), "--time", "--trials", "30", "--json", str(out),
+              "--no-progress"])
+    doc = json.loads(out.read_text())
+    got = {}
+    for r in doc["tasks"]:
+        for c in r.get("candidates") or ():
+            got[by_label[f"{r['task'].split('/')[-1]}:{c['sample']}"].candidate] = c
+    return got
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.candidate)
+def test_verdict_on_the_gpu(timed, case):
+    c = timed[case.candidate]
+    assert c["verdict"] in case.verdicts, f"{case.candidate}: {c['verdict']} ({c.get('reason')})"
+    if case.defence is not None:
+        assert c["defence"] == case.defence, c.get("reason")
+    if case.honest:
+        assert c["t_new_ms"] and c["t_new_ms"] > 0 and c["speedup"]
+        streams = (c["judgement"]["evidence"] or {}).get("all_streams") or {}
+        assert streams.get("ok") is True
+    else:
+        assert c["t_new_ms"] is None
+
+
+def test_a_real_speedup_is_scored(timed):
+    c = timed["honest_fast_row_sums"]
+    assert c["verdict"] == "correct" and c["speedup"] >= 10
