@@ -114,7 +114,9 @@ class Fingerprint:
                     classes.setdefault(id(v), (f"{name}.{k}", v))
         if "torch" not in self.modules_classes_done:
             self.modules_classes_done.add("torch")
-            for c in (torch.Tensor, torch._C.TensorBase, torch.nn.Module, torch.cuda.Event, torch.cuda.Stream):
+            core: tuple[type, ...] = (torch.Tensor, torch._C.TensorBase, torch.nn.Module, torch.cuda.Event,
+                                      torch.cuda.Stream)
+            for c in core:
                 classes.setdefault(id(c), (f"{c.__module__}.{c.__qualname__}", c))
         for label, c in classes.values():
             live = vars(c)
@@ -171,7 +173,7 @@ def _hooks() -> dict[str, Any]:
 
 def _children() -> set[int]:
     """Child processes of this one that are still running (zombies have ended)."""
-    me, out = os.getpid(), set()
+    me, out = os.getpid(), set[int]()
     try:
         tids = os.listdir(f"/proc/{me}/task")
     except OSError:

@@ -257,8 +257,12 @@ class Judge:
 
     def all_streams(self, candidate: Any, args: list[Any], event_ms: float, device: int) -> bool:
         """The event time against the all-stream measure; False (and invalid) when work was unseen."""
-        with torch.no_grad(), candidate_code():
-            check = check_all_streams(lambda: candidate(*args), event_ms, device)
+        def call() -> Any:
+            with candidate_code():  # the candidate's calls only: the profiler's own machinery is not audited
+                return candidate(*args)
+
+        with torch.no_grad():
+            check = check_all_streams(call, event_ms, device)
         self.evidence["all_streams"] = check.to_dict()
         if not check.ok:
             self._invalid("all-streams", check.reason or "work the timing events did not see",

@@ -306,7 +306,8 @@ class _Batch:
 
     def _judge_all(self) -> None:
         """Every candidate judged by the same judge as a timed run, correctness only, in CPU workers."""
-        jobs, waiting = [], {}
+        jobs: list[Job] = []
+        waiting: dict[int, dict[str, Any]] = {}
         for i in sorted(self.counts):
             cands = self._candidates(i)
             for k, c in enumerate(cands):
@@ -324,8 +325,8 @@ class _Batch:
             w["left"] -= 1
             if w["left"] == 0:
                 counts, count_wall = self.counts[i]
-                cands = [self._candidate(spec, o) for spec, o in zip(w["specs"], w["cands"])]
-                result = merge_judged(self._analyze(i, counts), cands)
+                records = [self._candidate(spec, o) for spec, o in zip(w["specs"], w["cands"])]
+                result = merge_judged(self._analyze(i, counts), records)
                 result["wall_s"] = count_wall + sum(o.wall_s for o in w["cands"])
                 self._emit(i, result)
         self._stop_if_interrupted()
