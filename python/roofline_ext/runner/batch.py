@@ -33,7 +33,8 @@ from ..tasks.loading import task_names
 from .analyze import analyze_batch, analyze_task, error_result
 from .candidates import Candidate
 from .jobs import COUNT, GPU_BACKEND, TIME_CANDIDATE, TIME_REFERENCE
-from .pool import Job, Outcome, Pool
+from .pool import Job, Outcome, Pool, capped_jobs
+from .stop_signals import stop_on_signals, stopped_line
 from .timed import analyze_and_time, candidate_record, merge_judged, merge_timing
 
 ISOLATIONS = ("pool", "fresh", "process")
@@ -125,10 +126,20 @@ def run_batch(paths: Sequence[str | os.PathLike], gpu: GpuChoice, opts: BatchOpt
     if opts.isolation not in ISOLATIONS:
         raise ValueError(f"isolation {opts.isolation!r}: choose one of {', '.join(ISOLATIONS)}")
     compiling = opts.timing is not None and opts.timing.compile
-    pool = Pool(opts.jobs, backend=opts.backend or TIMING_BACKEND, fresh=opts.isolation == "fresh",
+    jobs, note = capped_jobs(opts.jobs, len(task_paths))  # never a worker with nothing to do
+    if note:
+        print(f"roofline-ext: note: {note}", file=sys.stderr)
+    pool = Pool(jobs, backend=opts.backend or TIMING_BACKEND, fresh=opts.isolation == "fresh",
                 warm_up=len(task_paths) > 1, compile_warm_up=COMPILE_WARM_UP_FN if compiling else None)
-    with pool, Progress(len(paths), enabled=progress) as bar:
-        return _Batch(task_paths, gpu, opts, writer, bar if progress else None, pool).run()
+    batch: _Batch | None = None
+    try:
+        with stop_on_signals(), pool, Progress(len(paths), enabled=progress) as bar:
+            batch = _Batch(task_paths, gpu, opts, writer, bar if progress else None, pool)
+            return batch.run()
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP: say what was kept, then stop as before
+        done = 0 if batch is None else sum(r is not None for r in batch.results)
+        print(stopped_line(exc, done, len(task_paths)), file=sys.stderr)
+        raise
 
 
 class _Batch:

@@ -52,7 +52,7 @@ def _warm_up(count: bool) -> dict[str, Any]:
     t0 = time.perf_counter()
     import torch
 
-    from . import jobs, warmup_task
+    from . import jobs, warmup_task, worker  # noqa: F401  (worker: its reply encoder is bound here, before any task)
 
     if count:  # worth it from the second task on; one task would pay the same in its worker
         jobs.count(warmup_task.__file__)
@@ -71,14 +71,18 @@ class Server:
         signal.set_wakeup_fd(self.wake_w)
 
     def serve(self) -> None:
-        while True:
-            ready, _, _ = select.select([self.ctl.fileno(), self.wake_r], [], [])
-            if self.wake_r in ready:
-                os.read(self.wake_r, 4096)
-                self._reap()
-            if self.ctl.fileno() in ready and not self._command():
-                break
-        self._kill_all()
+        try:
+            while True:
+                ready, _, _ = select.select([self.ctl.fileno(), self.wake_r], [], [])
+                if self.wake_r in ready:
+                    os.read(self.wake_r, 4096)
+                    self._reap()
+                if self.ctl.fileno() in ready and not self._command():
+                    break
+        except OSError:  # the runner went away while we wrote to it: as its end-of-file
+            pass
+        finally:
+            self._kill_all()
 
     def _command(self) -> bool:
         msg, fds = channel.recv_control(self.ctl)

@@ -8,13 +8,18 @@
       ◀──────────── channel per worker (jobs out, replies in), output file per worker
 
 * Workers are forked from the server, so one starts in milliseconds, warm, with torch imported.
-* **CPU jobs** (counting) go to ``jobs`` counting workers, **GPU jobs** (timing) to the one timing
-  worker of their GPU, so two timings never share a card. A worker is reused while the process
-  stays as it was: after every job it compares itself with a snapshot taken before its first
-  (:mod:`.state`) and asks its backend (:mod:`.cpu_backend`, :mod:`.gpu_backend`) whether it can go
-  on; it is replaced after a job that crashed, timed out, poisoned the CUDA context or changed
-  process state. ``fresh=True`` replaces every worker after every job instead (a counting job then
-  gets a worker that runs it and exits): slower, and no task ever shares a process.
+* **CPU jobs** (counting) get a worker each, ``jobs`` at a time: a fork of the server that runs
+  the job and exits, so no count ever runs where another task ran (proving that a reused worker
+  was left as it was costs about what the fork does: docs/runner.md). ``reuse_counting=True``
+  gives them ``jobs`` reused counting workers instead, checked as timing workers are.
+* **GPU jobs** (timing) go to the one timing worker of their GPU, so two timings never share a
+  card. It is reused while the process stays as it was: after every job it compares itself with
+  a snapshot taken before its first (:mod:`.state`, with the fingerprint of every loaded module's
+  code, :mod:`.fingerprint`) and asks its backend (:mod:`.gpu_backend`) whether it can go on; it
+  is replaced after a job that crashed, timed out, poisoned the CUDA context or changed process
+  state, and after a job whose result asks for it (``"_retire": reason``, taken out of the
+  result: the judge's word after a rejected candidate). ``fresh=True`` replaces every worker after
+  every job: no task ever shares a process.
 * A job that runs past its ``timeout_s`` has its worker's process group killed. A worker that dies
   (``os._exit``, a signal) costs that job only; the outcome names the cause and the task's last
   line of output.
@@ -23,6 +28,13 @@
   reusable; the pool then gives the run a compile-cache folder of its own, removed at ``close()``.
 * What a task prints, in Python or with raw writes to fd 1/2, goes to its worker's output file and
   comes back with the outcome (``Outcome.output``); the runner's stdout stays ours.
+
+* A lost fork server (a task killed it) is started again and the batch goes on: the jobs that
+  were running when it went are run again one at a time, so the one that takes the server down
+  fails alone (``crash``); after :data:`MAX_SERVER_RESTARTS` losses the run stops with the reason.
+* The runner never blocks on the control socket: what it sends the server waits in an outbox
+  until the socket has room, while the runner goes on reading the server's messages. (Blocking
+  sends deadlocked with ``--jobs 1000``: both sides sending, neither reading.)
 
 Workers and the server live in sessions of their own: Ctrl-C at the terminal reaches only this
 process, whose ``close()`` (always run, ``with Pool(...)``) kills every worker within a second.
@@ -52,6 +64,11 @@ from .jobs import CPU_BACKEND, GPU_BACKEND
 
 OUTPUT_LIMIT = 64 << 10  # bytes of a task's output kept per job (the tail)
 _EOF_GRACE_S = 2.0  # how long a worker that closed its channel may take to exit before it is killed
+MAX_SERVER_RESTARTS = 3
+# What one counting worker may need beyond what it shares with the server: its private pages
+# after counting a large KernelBench task, measured (docs/runner.md), with room to spare.
+WORKER_BYTES = 512 << 20
+RETIRE_KEY = "_retire"  # in a job's result: replace the worker after this job, for this reason
 
 
 def supported() -> bool:
@@ -64,6 +81,39 @@ def default_jobs() -> int:
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return max(1, os.cpu_count() or 1)
+
+
+def capped_jobs(requested: int | None, tasks: int, available: int | None = None) -> tuple[int, str | None]:
+    """How many counting workers to run at once, and a note when fewer than ``requested``.
+
+    At most one per task (a worker more has nothing to do) and as many as the memory available now
+    holds at :data:`WORKER_BYTES` each (``available``: bytes, default from ``/proc/meminfo``).
+    """
+    want = requested or default_jobs()
+    available = _available_memory() if available is None else available
+    by_memory = max(1, available // WORKER_BYTES) if available else want
+    n = max(1, min(want, tasks, by_memory))
+    if n >= want:
+        return n, None
+    if n == by_memory and by_memory < min(want, tasks):
+        why = (f"what memory allows: {available / 2**30:.1f} GiB available, "
+               f"{WORKER_BYTES >> 20} MiB per worker")
+    elif requested is None:
+        return n, None  # the default, one per core, and fewer tasks than cores: nothing to say
+    else:
+        why = f"the number of tasks ({tasks})"
+    return n, f"--jobs {want} capped at {n}, {why}"
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None  # not Linux: no cap from memory
 
 
 @dataclass
@@ -133,11 +183,13 @@ class Pool:
     """
 
     def __init__(self, jobs: int | None = None, *, backend: str = GPU_BACKEND, cpu_backend: str = CPU_BACKEND,
-                 fresh: bool = False, warm_up: bool = True, setup_timeout_s: float = 300.0,
-                 start_timeout_s: float = 300.0, compile_warm_up: str | None = None) -> None:
+                 fresh: bool = False, reuse_counting: bool = False, warm_up: bool = True,
+                 setup_timeout_s: float = 300.0, start_timeout_s: float = 300.0,
+                 compile_warm_up: str | None = None) -> None:
         self.jobs = max(1, jobs or default_jobs())
         self.backends = {"cpu": cpu_backend, "gpu": backend}
         self.fresh = fresh
+        self.reuse_counting = reuse_counting and not fresh
         self.warm_up = warm_up
         self.setup_timeout_s = setup_timeout_s
         self.start_timeout_s = start_timeout_s
@@ -158,6 +210,10 @@ class Pool:
         self._server: subprocess.Popen | None = None
         self._ctl: socket.socket | None = None
         self._ready = False
+        self._outbox: deque[tuple[dict[str, Any], list[int], Callable[[], None] | None]] = deque()
+        self._restarts = 0
+        self._suspects: deque[Job] = deque()  # jobs that were running when the server was lost
+        self._suspect: Job | None = None  # the one of them running now (alone)
 
     # --- life cycle ------------------------------------------------------------------------------
 
@@ -194,18 +250,10 @@ class Pool:
         with _sigint_held():
             for w in list(self._workers.values()):
                 self._retire(w)
+            self._stop_server()  # the server reads EOF, kills its workers and exits
             self._sel.close()
-            if self._ctl is not None:
-                self._ctl.close()  # the server reads EOF, kills its workers and exits
-            try:
-                self._server.wait(timeout=1.5)
-            except subprocess.TimeoutExpired:
-                _kill_session(self._server.pid)
-                self._server.wait()
             for w in self._workers.values():
                 w.out.close()
-            self._server_err.close()
-            self._server = None
             if self._caches is not None:  # every process that wrote there is gone now
                 self._caches.close()
 
@@ -214,9 +262,7 @@ class Pool:
         while not self._ready:
             if time.monotonic() > deadline:
                 raise UserError(f"the worker server did not start within {self.start_timeout_s:g} s")
-            for key, _ in self._sel.select(timeout=0.2):
-                if key.data is None:
-                    self._on_control()
+            self._poll(0.2)
             server = self._server
             assert server is not None  # started above, before waiting for it
             if not self._ready and server.poll() is not None:
@@ -274,7 +320,10 @@ class Pool:
         self._outstanding = {i for i in self._outstanding if not drop(self._run_jobs[i])}
 
     def _dispatch(self, on_start) -> None:
-        if self.fresh:
+        if self._suspects or self._suspect is not None:
+            self._dispatch_suspect(on_start)
+            return
+        if not self.reuse_counting:
             busy = sum(1 for w in self._workers.values() if w.lane is None and not w.closed)
             while self._cpu and busy < self.jobs:
                 self._send(self._spawn("once", None), self._cpu.popleft(), on_start)
@@ -284,19 +333,52 @@ class Pool:
         for device, queue in self._pending_gpu.items():
             self._feed([("gpu", device)], queue, on_start)
 
+    def _dispatch_suspect(self, on_start) -> None:
+        """After the server was lost: the jobs that were running then, one at a time, nothing else."""
+        if self._suspect is not None and id(self._suspect) not in self._outstanding:
+            self._suspect = None  # done (or cancelled)
+        if self._suspect is not None or any(w.job is not None for w in self._workers.values()):
+            return
+        while self._suspects and id(self._suspects[0]) not in self._outstanding:
+            self._suspects.popleft()
+        if not self._suspects:
+            return
+        job = self._suspects[0]
+        if job.device is None:
+            self._suspect = self._suspects.popleft()
+            self._send(self._spawn("once", None), job, on_start)
+            return
+        lane = ("gpu", job.device)
+        if lane in self._broken:
+            self._suspects.popleft()
+            kind, error = self._broken[lane]
+            self._done.append(Outcome(job, False, kind=kind, error=error))
+            return
+        w = self._lane(lane)
+        if w is not None and w.ready and w.job is None:
+            self._suspect = self._suspects.popleft()
+            self._send(w, job, on_start)
+
     def _feed(self, lanes: list[Lane], queue: deque[Job], on_start) -> None:
-        """Give queued jobs to the idle workers of ``lanes``, starting workers where there are none."""
+        """Give queued jobs to the idle workers of ``lanes``, starting workers where there are none,
+        and no more of them than there are jobs waiting (a worker more would only start)."""
+        starting = sum(1 for lane in lanes if lane in self._lanes and not self._lanes[lane].ready)
         for lane in lanes:
             if not queue:
                 return
+            if lane not in self._lanes and starting >= len(queue):
+                continue  # enough workers are starting for what waits
             if lane in self._broken:
                 kind, error = self._broken[lane]
                 while queue:
                     self._done.append(Outcome(queue.popleft(), False, kind=kind, error=error))
                 return
+            new = lane not in self._lanes
             w = self._lane(lane)
             if w is not None and w.ready and w.job is None:
                 self._send(w, queue.popleft(), on_start)
+            elif w is not None and new:
+                starting += 1
 
     def _lane(self, lane: Lane) -> _Worker | None:
         """The reused worker of ``lane``, started if it has none (its setup then runs)."""
@@ -312,9 +394,9 @@ class Pool:
         options: dict[str, Any] = {"backend": self.backends[lane[0]], "device": lane[1]} if lane else {}
         if lane and lane[0] == "gpu" and self.compile_warm_up:
             options["prepare"] = self.compile_warm_up
-        channel.send_control(self._control(), {"op": "fork", "token": w.token, "role": role, "options": options},
-                             [theirs.fileno(), w.out.fileno()])
-        theirs.close()
+        # Their end stays open until the message that hands it over has gone (the outbox).
+        self._control_send({"op": "fork", "token": w.token, "role": role, "options": options},
+                           [theirs.fileno(), w.out.fileno()], theirs.close)
         self._workers[w.token] = w
         self._sel.register(ours, selectors.EVENT_READ, w)
         return w
@@ -339,18 +421,51 @@ class Pool:
         return max(0.0, min([0.5] + [d - now for d in deadlines]))
 
     def _poll(self, timeout: float) -> None:
-        for key, _ in self._sel.select(timeout=timeout):
-            if key.data is None:
-                self._on_control()
-            else:
+        for key, events in self._sel.select(timeout=timeout):
+            if key.data is not None:
                 self._on_readable(key.data)
+            elif key.fileobj is self._ctl:  # not a control socket replaced meanwhile
+                if events & selectors.EVENT_WRITE:
+                    self._flush_control()
+                if events & selectors.EVENT_READ:
+                    self._on_control()
+
+    # --- the control socket: the outbox, the server's messages, losing the server ----------------
+
+    def _control_send(self, msg: dict[str, Any], fds: list[int] | None = None,
+                      sent: Callable[[], None] | None = None) -> None:
+        """Queue ``msg`` for the server and send what the socket takes now; ``sent`` runs once it
+        has gone. Never waits: the server may itself be waiting for us to read."""
+        self._outbox.append((msg, fds or [], sent))
+        self._flush_control()
+
+    def _flush_control(self) -> None:
+        ctl = self._control()
+        while self._outbox:
+            msg, fds, sent = self._outbox[0]
+            try:
+                channel.send_control(ctl, msg, fds, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                break
+            except OSError:  # the server is gone: its end-of-file, read next, says so
+                break
+            self._outbox.popleft()
+            if sent is not None:
+                sent()
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if self._outbox else 0)
+        if self._sel.get_key(ctl).events != events:
+            self._sel.modify(ctl, events, None)
 
     def _on_control(self) -> None:
-        msg, fds = channel.recv_control(self._control())
+        try:
+            msg, fds = channel.recv_control(self._control())
+        except (ConnectionError, OSError):
+            msg, fds = None, []
         for fd in fds:
             os.close(fd)
         if msg is None:
-            raise UserError(f"the worker server stopped: {_last_line(_read_all(self._server_err)) or 'no message'}")
+            self._server_lost()
+            return
         op = msg["op"]
         if op == "ready":
             self._ready, self.server_info = True, msg
@@ -360,6 +475,61 @@ class Pool:
             self._forked(msg)
         elif op == "exited":
             self._exited(msg["pid"], msg["code"])
+
+    def _server_lost(self) -> None:
+        """The server ended (a task killed it, say): every worker died with it
+        (``PR_SET_PDEATHSIG``). Start it again; the jobs that were running run again alone."""
+        why = _last_line(_read_all(self._server_err)) or _exit_words(self._server.poll() if self._server else None)
+        if not self._ready:
+            raise UserError(f"the worker server stopped before it was ready: {why}")
+        running = [w.job for w in self._workers.values() if w.job is not None and not w.closed]
+        culprit = self._suspect if self._suspect is not None and self._suspect in running else None
+        if culprit is None and len(running) == 1:
+            culprit = running[0]
+        self._restarts += 1
+        if self._restarts > MAX_SERVER_RESTARTS:
+            raise UserError(f"the worker server stopped {self._restarts} times; the last time: {why}")
+        for w in list(self._workers.values()):
+            job, w.job = w.job, None
+            if job is None or w.closed:
+                pass
+            elif job is culprit:
+                self._done.append(Outcome(job, False, kind="crash", output=self._output(w),
+                                          error="the task stopped the worker server (it was started again)",
+                                          wall_s=time.monotonic() - w.started))
+            else:
+                self._suspects.append(job)
+            w.exit_code = -signal.SIGKILL
+            self._retire(w)
+        self._suspect = None
+        labels = [j.label or str(j.key) for j in running]
+        self.replacements.append({"worker": "worker server", "after": ", ".join(labels) or "no job",
+                                  "reasons": [f"the worker server stopped: {why}"]})
+        self._stop_server()
+        self.start()
+        self._await_ready()
+
+    def _stop_server(self) -> None:
+        """Close the control socket and make sure the server is gone (its session killed)."""
+        server, ctl = self._server, self._ctl
+        if ctl is not None:
+            try:
+                self._sel.unregister(ctl)
+            except (KeyError, ValueError):
+                pass
+            ctl.close()
+        for _, _, sent in self._outbox:  # what never went: close the worker ends it would hand over
+            if sent is not None:
+                sent()
+        self._outbox.clear()
+        if server is not None:
+            try:
+                server.wait(timeout=1.5)
+            except subprocess.TimeoutExpired:
+                _kill_session(server.pid)
+                server.wait()
+            self._server_err.close()
+        self._server, self._ctl, self._ready = None, None, False
 
     def _forked(self, msg: dict[str, Any]) -> None:
         w = self._workers.get(msg["token"])
@@ -428,10 +598,14 @@ class Pool:
         job, w.job = w.job, None
         if job is None:
             return
-        outcome = Outcome(job, bool(reply["ok"]), value=reply.get("value"), kind=reply.get("kind"),
+        value, replaced = reply.get("value"), list(reply.get("replace") or [])
+        if isinstance(value, dict) and RETIRE_KEY in value:  # the job's own word: not part of its result
+            value = {k: v for k, v in value.items() if k != RETIRE_KEY}
+            replaced.append(str(reply["value"][RETIRE_KEY]) or "the job asked for a new worker")
+        outcome = Outcome(job, bool(reply["ok"]), value=value, kind=reply.get("kind"),
                           error=reply.get("error"), traceback=reply.get("traceback"),
                           output=self._output(w), wall_s=time.monotonic() - w.started,
-                          replaced=list(reply.get("replace") or []))
+                          replaced=replaced)
         self._done.append(outcome)
         w.deadline = float("inf")
         if outcome.replaced:
@@ -502,10 +676,7 @@ class Pool:
 
     def _kill(self, w: _Worker) -> None:
         if w.pid is not None and w.exit_code is None and self._ctl is not None:
-            try:
-                channel.send_control(self._ctl, {"op": "kill", "pid": w.pid})
-            except OSError:
-                pass
+            self._control_send({"op": "kill", "pid": w.pid})
 
     def _retire(self, w: _Worker) -> None:
         """Close our end of its channel: a worker between jobs then exits by itself."""

@@ -9,14 +9,15 @@ dtype) must not change how the next task runs or what it measures.
 What is compared (each a one-line reason when it differs): the working directory; every signal's
 handler and the blocked-signal mask; the environment; ``sys.path``, the import hooks and the
 ``sys`` hooks (stdout/stderr, trace, profile, excepthook); the CPU affinity; non-daemon threads
-still running; the identity of every callable in the namespaces tasks patch (``builtins``,
-``torch``, ``torch.nn.functional``, ``torch.Tensor``, ``torch.nn.Module``, ...); torch's global
-flags and modes; and the number of operators registered with torch's dispatcher. Names a namespace
-*gains* (torch imports submodules lazily) are not a change, nor are modules a task imported: a
-module imported once behaves the same for the next task.
+still running; the code of every loaded module (:mod:`.fingerprint`: every module's namespace,
+every class's, every Python function's code and defaults, module-level registries, torch's config
+modules, compared by identity); torch's global flags and modes; and the operators and kernels
+registered with torch's dispatcher. Modules a task imported are not a change: a module imported
+once behaves the same for the next task.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sys
@@ -24,9 +25,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
-# Namespaces whose callables tasks replace (``torch.matmul = my_matmul``): "module[:Class]".
-WATCHED = ("builtins", "math", "torch", "torch.nn.functional", "torch:Tensor", "torch.nn:Module",
-           "torch.linalg", "torch.fft", "torch.special", "torch.nn.init", "torch.cuda")
+from . import fingerprint
 
 
 @dataclass(frozen=True)
@@ -39,8 +38,8 @@ class Snapshot:
     sys_hooks: tuple[Any, ...]
     affinity: frozenset[int] | None
     threads: frozenset[int]
-    callables: dict[str, Any]
     torch_flags: dict[str, Any]
+    code: fingerprint.Fingerprint | None = None  # None in the "now" side of a comparison
 
 
 def _sys_hooks() -> tuple[Any, ...]:
@@ -75,25 +74,6 @@ def _threads() -> frozenset[int]:
                      if t is not main and not t.daemon and t.is_alive() and t.ident is not None)
 
 
-def _namespace(spec: str) -> dict[str, Any] | None:
-    module_name, _, cls = spec.partition(":")
-    module = sys.modules.get(module_name)  # only what is imported: snapshotting imports nothing
-    if module is None:
-        return None
-    owner = getattr(module, cls, None) if cls else module
-    return None if owner is None else dict(vars(owner))
-
-
-def _callables() -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for spec in WATCHED:
-        ns = _namespace(spec)
-        for name, value in (ns or {}).items():
-            if callable(value):
-                out[f"{spec.replace(':', '.')}.{name}"] = value  # the object itself: compared by identity
-    return out
-
-
 def _torch_flags() -> dict[str, Any]:
     torch = sys.modules.get("torch")
     if torch is None:
@@ -125,6 +105,9 @@ def _torch_flags() -> dict[str, Any]:
         "torch dispatch modes": lambda: torch._C._len_torch_dispatch_stack(),
         # An operator a task registers (torch.library) would clash with the next task's of that name.
         "registered operators": lambda: _OpNames(torch._C._dispatch_get_all_op_names()),
+        # A kernel a task registers for an existing operator (torch.library.impl, register_fake)
+        # changes what that operator does for every later task; torch keeps their names here.
+        "kernels registered with torch.library": lambda: frozenset(torch.library._impls),
     }
     flags = {}
     for name, get in getters.items():
@@ -142,12 +125,21 @@ class _OpNames(frozenset):
         return f"{len(self)} operators"
 
 
-def snapshot() -> Snapshot:
-    """The process state that :func:`changes` compares; cheap enough to take around every task."""
+def snapshot(renew: Callable[[], Any] | None = None) -> Snapshot:
+    """The process state that :func:`changes` compares: taken once per worker (the code's
+    fingerprint, the bulk of it, takes about a second), compared after every task. ``renew``:
+    what the worker runs after every job (:meth:`.fingerprint.Fingerprint.settle`)."""
+    code = fingerprint.take()
+    if renew is not None:
+        code.settle(renew)
+    return dataclasses.replace(_state(), code=code)
+
+
+def _state() -> Snapshot:
     return Snapshot(
         cwd=os.getcwd(), signals=_signals(), sigmask=_sigmask(), environ=dict(os.environ),
         sys_path=tuple(sys.path), sys_hooks=_sys_hooks(), affinity=_affinity(), threads=_threads(),
-        callables=_callables(), torch_flags=_torch_flags(),
+        torch_flags=_torch_flags(),
     )
 
 
@@ -168,7 +160,7 @@ def _dict_changes(before: dict[str, Any], after: dict[str, Any], what: str, same
 
 def changes(before: Snapshot) -> list[str]:
     """One line per kind of state that differs from ``before``; empty when the process is as it was."""
-    now = snapshot()
+    now = _state()
     reasons: list[str] = []
     if now.cwd != before.cwd:
         reasons.append(f"working directory changed to {now.cwd}")
@@ -191,7 +183,9 @@ def changes(before: Snapshot) -> list[str]:
     if left:
         names = [t.name for t in threading.enumerate() if t.ident in left]
         reasons.append(f"{len(left)} non-daemon thread(s) still running: {', '.join(names[:3])}")
-    reasons += _dict_changes(before.callables, now.callables, "patched", same=lambda a, b: a is b)
+    patched = before.code.changes() if before.code is not None else []
+    if patched:
+        reasons.append("patched: " + ", ".join(patched[:4]) + (f" (+{len(patched) - 4} more)" if len(patched) > 4 else ""))
     ops_key = "registered operators"
     flags_before = {k: v for k, v in before.torch_flags.items() if k != ops_key}
     reasons += _dict_changes(flags_before, now.torch_flags, "torch flags changed")

@@ -17,6 +17,12 @@ Two roles:
 
 A job is ``{"fn": "module:function", "kwargs": {...}}``; a reply is ``{"ok": True, "value": ...}``
 or ``{"ok": False, "kind": ..., "error": one line, "traceback": text}``, plus ``seconds``.
+
+Everything a worker calls *after* a job (the state check, the reply's encoder, the send) is bound
+before its first job: a task that replaces ``json.dumps`` or one of this package's functions
+changes neither its own reply nor the check that replaces its worker (:mod:`.channel`). A task's
+own ``KeyboardInterrupt`` or ``SystemExit`` fails that task: no Ctrl-C ever reaches a worker (it
+runs in a session of its own), so either is the task's doing.
 """
 from __future__ import annotations
 
@@ -41,7 +47,7 @@ def _failure(exc: BaseException, kwargs: dict[str, Any], default_kind: str) -> d
     from .analyze import error_result
 
     if isinstance(exc, KeyboardInterrupt):
-        return {"ok": False, "kind": "interrupted", "error": "interrupted (KeyboardInterrupt)"}
+        exc = _own_interrupt(exc, kwargs.get("path"))
     record = error_result(kwargs.get("path") or "?", exc)  # the one place that words a failure
     kind = record["error_kind"]
     if isinstance(exc, GpuUnavailableError):
@@ -50,6 +56,14 @@ def _failure(exc: BaseException, kwargs: dict[str, Any], default_kind: str) -> d
         kind = default_kind
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return {"ok": False, "kind": kind, "error": record["error"], "traceback": tb}
+
+
+def _own_interrupt(exc: KeyboardInterrupt, path: str | None) -> BaseException:
+    """The task's own KeyboardInterrupt as the one-line failure of that task, with its line."""
+    from ..tasks.loading import TaskError, located
+
+    where = located(path, exc) if path else "the job"
+    return TaskError(f"{where}: raised KeyboardInterrupt", kind="interrupt", path=path)
 
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
@@ -76,17 +90,26 @@ def _flush_output() -> None:
             pass
 
 
-def _send(sock: socket.socket, reply: dict[str, Any]) -> None:
-    channel.send_frame(sock, channel.encode_reply(reply))
+def _sender(sock: socket.socket) -> Callable[[dict[str, Any]], None]:
+    """Sends a reply on ``sock`` with the encoder and send bound now, before any job."""
+    encode, send = channel.encode_reply, channel.send_frame
+
+    def send_reply(reply: dict[str, Any]) -> None:
+        send(sock, encode(reply))
+
+    return send_reply
 
 
 def serve_once(sock: socket.socket) -> None:
+    send, run = _sender(sock), run_job
     frame = channel.recv_frame(sock)
     if frame is not None:
-        _send(sock, run_job(channel.decode_job(frame)))
+        send(run(channel.decode_job(frame)))
 
 
 def serve_persistent(sock: socket.socket, backend_name: str, device: Any, prepare: str | None = None) -> None:
+    send, run, recv, decode, forget, changes, check = (_sender(sock), run_job, channel.recv_frame, channel.decode_job,
+                                                       _forget_compiled, state.changes, _backend_check)
     backend = importlib.import_module(backend_name)
     setup = run_job({"fn": f"{backend_name}:setup", "kwargs": {"device": device}, "error_kind": "setup"})
     if setup["ok"] and prepare:
@@ -96,21 +119,21 @@ def serve_persistent(sock: socket.socket, backend_name: str, device: Any, prepar
         prep = run_job({"fn": prepare, "kwargs": {"device": device}, "error_kind": "setup"})
         if isinstance(setup["value"], dict):
             setup["value"]["prepare"] = prep["value"] if prep["ok"] else {"error": prep["error"]}
-    _send(sock, setup)
+    send(setup)
     if not setup["ok"]:
         return
     # Reset once before the snapshot too: the first torch._dynamo.reset() in a process can do
     # one-time work of its own (seen on the H200: operators registered after the first job of a
     # run without --compile), which must not read as a change the job made.
-    _forget_compiled()
-    before = state.snapshot()
+    forget()
+    before = state.snapshot(renew=forget)
     while True:
-        frame = channel.recv_frame(sock)
+        frame = recv(sock)
         if frame is None:  # the runner closed the channel: done
             return
-        reply = run_job(channel.decode_job(frame))
-        reply["replace"] = _forget_compiled() + state.changes(before) + _backend_check(backend, device)
-        _send(sock, reply)
+        reply = run(decode(frame))
+        reply["replace"] = forget() + changes(before) + check(backend, device)
+        send(reply)
         if reply["replace"]:
             return
 

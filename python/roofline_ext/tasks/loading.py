@@ -15,12 +15,18 @@ files all called ``Model`` in one batch never collide, and so that ``inspect``, 
 ``pickle`` find the module in ``sys.modules`` while it is in use. :meth:`Task.unload` takes it (and
 any sibling modules it imported from its own folder) out again; a batch calls it after each task.
 
+A task file (and a helper module next to it) is always compiled from its source
+(:func:`exec_source_module`): no bytecode is read or written for it, so a file rewritten with the
+same size and modification time is never run from an old ``.pyc``, and no ``__pycache__`` appears
+in the user's folders.
+
 torch is not imported here at module level: ``import roofline_ext`` must stay cheap. It is imported
 when a task is checked (the task file itself imports it anyway).
 """
 from __future__ import annotations
 
-import importlib.util
+import contextlib
+import importlib.machinery
 import itertools
 import os
 import re
@@ -33,7 +39,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import UserError
 
-__all__ = ["Task", "TaskError", "load_task", "find_task_files", "task_names"]
+__all__ = ["Task", "TaskError", "load_task", "exec_source_module", "find_task_files", "task_names"]
 
 # Monotonic counter for unique module names: two loads of the same file are two modules.
 _serial = itertools.count(1)
@@ -91,6 +97,11 @@ def _line_in(path: Path, exc: BaseException) -> int | None:
         if os.path.normcase(os.path.abspath(frame.f_code.co_filename)) == target:
             line = lineno
     return line
+
+
+def located(path: str | os.PathLike, exc: BaseException) -> str:
+    """``PATH:LINE``, the deepest line of the task file in the exception's traceback (or ``PATH``)."""
+    return _where(Path(path), exc)
 
 
 def _where(path: Path, exc: BaseException | None = None, line: int | None = None) -> str:
@@ -182,6 +193,76 @@ def _is_under(module: ModuleType, folder: str) -> bool:
         return False
 
 
+class _SourceOnlyLoader(importlib.machinery.SourceFileLoader):
+    """Compiles a module from its source every time: never reads a ``.pyc`` (one left by a file of
+    the same size and mtime, as ``cp -p``, ``rsync -a`` or ``tar x`` make, would be taken for the
+    new source) and never writes one (no ``__pycache__`` beside the user's files)."""
+
+    def get_code(self, fullname: str) -> Any:
+        path = self.get_filename(fullname)
+        return compile(self.get_data(path), path, "exec", dont_inherit=True)
+
+
+class _FolderFinder:
+    """Finds the modules of one folder (a task's helpers) with :class:`_SourceOnlyLoader`; first on
+    ``sys.meta_path`` while the task imports."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self._top = importlib.machinery.FileFinder(folder, (_SourceOnlyLoader, importlib.machinery.SOURCE_SUFFIXES))
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if path is None:
+            return self._top.find_spec(name, target)
+        for entry in path:  # a submodule: only of a package inside the folder
+            if _inside(entry, self.folder):
+                finder = importlib.machinery.FileFinder(entry, (_SourceOnlyLoader, importlib.machinery.SOURCE_SUFFIXES))
+                spec = finder.find_spec(name, target)
+                if spec is not None:
+                    return spec
+        return None
+
+
+def _inside(path: str, folder: str) -> bool:
+    try:
+        return os.path.commonpath([os.path.abspath(path), folder]) == folder
+    except ValueError:  # different drives on Windows
+        return False
+
+
+def exec_source_module(path: str | os.PathLike, name: str) -> ModuleType:
+    """Run the file at ``path`` as the module ``name``, compiled from its source, as ``python FILE``
+    would: its folder first on ``sys.path`` while it runs, and helper modules of that folder
+    compiled from source too. No bytecode is read or written, for it or for them.
+
+    The module is in ``sys.modules[name]`` while it runs and after (``inspect``, ``dataclasses`` and
+    ``pickle`` look for it there); whatever the file raises is raised, with the module taken out
+    again. The caller words the failure (:func:`load_task` makes it a :class:`TaskError`).
+    """
+    p = Path(path)
+    source = p.read_bytes()
+    module = ModuleType(name)
+    spec = importlib.machinery.ModuleSpec(name, None, origin=str(p))
+    spec.has_location = True
+    module.__spec__, module.__file__, module.__loader__ = spec, str(p), None
+    folder = os.path.abspath(p.parent)
+    finder = _FolderFinder(folder)
+    saved_path = list(sys.path)
+    sys.path.insert(0, folder)
+    sys.meta_path.insert(0, finder)
+    sys.modules[name] = module
+    try:
+        exec(compile(source, str(p), "exec", dont_inherit=True), module.__dict__)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    finally:
+        sys.path[:] = saved_path
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(finder)
+    return module
+
+
 def load_task(path: str | os.PathLike) -> Task:
     """Import ``path`` as a module of its own and check that it is a task. **Runs the file's code.**
 
@@ -197,36 +278,24 @@ def load_task(path: str | os.PathLike) -> Task:
         raise TaskError(f"{p}: is a directory, not a task file", kind="missing", path=p)
     if not os.access(p, os.R_OK):
         raise TaskError(f"{p}: cannot be read (permission denied)", kind="unreadable", path=p)
+    if not p.is_file():
+        raise TaskError(f"{p}: not a regular file (a FIFO or a device would block or never end)",
+                        kind="unreadable", path=p)
 
     name = _module_name(p)
-    spec = importlib.util.spec_from_file_location(name, str(p))
-    if spec is None or spec.loader is None:  # e.g. a name importlib has no loader for
-        raise TaskError(f"{p}: cannot be loaded as a Python module", kind="unreadable", path=p)
-    module = importlib.util.module_from_spec(spec)
-
     folder = os.path.abspath(p.parent)
     before = set(sys.modules)
-    saved_path = list(sys.path)
-    # The task's own folder goes first on sys.path while it imports, as it would for `python task.py`,
-    # so that a task split over a helper file next to it still loads. Restored right after.
-    sys.path.insert(0, folder)
-    sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        module = exec_source_module(p, name)
     except KeyboardInterrupt:
-        sys.modules.pop(name, None)
         raise
     except SyntaxError as exc:
-        sys.modules.pop(name, None)
         where = f"{exc.filename or p}:{exc.lineno}" if exc.lineno else str(exc.filename or p)
         raise TaskError(f"{where}: syntax error: {_one_line(exc.msg)}", kind="syntax", path=p) from exc
     except BaseException as exc:
-        sys.modules.pop(name, None)
         kind = "exit" if isinstance(exc, SystemExit) else "import"
         what = _missing_module(exc) or f"loading failed: {_describe_exception(exc)}"
         raise TaskError(f"{_where(p, exc)}: {what}", kind=kind, path=p) from exc
-    finally:
-        sys.path[:] = saved_path
     # Helper modules imported from the task's folder are the task's: forget them with it, so that a
     # batch over two folders that each have a `utils.py` does not hand the second task the first's.
     owned = [
