@@ -140,8 +140,8 @@ def _load(kind: str):
         err.seek(0)
         return err.read()[-2000:]
 
+    sel = selectors.DefaultSelector()
     try:
-        sel = selectors.DefaultSelector()
         sel.register(proc.stdout, selectors.EVENT_READ)
         line, deadline = "", time.monotonic() + 180
         while "ready" not in line:
@@ -160,6 +160,8 @@ def _load(kind: str):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        sel.close()
+        proc.stdout.close()  # pytest turns an unclosed pipe's ResourceWarning into an error
         err.close()
 
 
