@@ -123,6 +123,13 @@ def main(argv: list[str] | None = None) -> int:
         _stdout_to_devnull()
         return 0
     except OSError as exc:
+        if not args.debug and exc.errno in _NAME_ERRNOS and exc.filename is not None:
+            # A name the user gave that no file can have, met by a stat before the checks that
+            # name it: bad input all the same.
+            name = os.fsdecode(exc.filename)
+            shown = name if len(name) <= 80 else name[:60] + f"... ({len(os.fsencode(name))} bytes)"
+            print(f"roofline-ext: error: {shown}: {exc.strerror}", file=sys.stderr)
+            return 2
         if args.debug or not _is_stdout_error(exc):
             raise
         # stdout is a full disk or a device that refuses writes: one line and exit 2, like every
@@ -130,6 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         _stdout_to_devnull()
         print(f"roofline-ext: error: cannot write to stdout ({exc.strerror or exc})", file=sys.stderr)
         return 2
+
+
+#: OSErrors that a file name causes by itself (too long, a loop of links).
+_NAME_ERRNOS = (errno.ENAMETOOLONG, errno.ELOOP)
 
 
 def _is_stdout_error(exc: OSError) -> bool:

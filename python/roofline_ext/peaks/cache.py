@@ -309,7 +309,9 @@ def list_cached() -> list[dict]:
         return []
     out = []
     for path in sorted(directory.iterdir()):
-        if _FILE_RE.match(path.name) and not path.name.endswith(_RAW_SUFFIX) and path.is_file():
+        # Not only regular files: a FIFO or a link to a device named like a calibration gets its
+        # warning from load_file (which never opens one), rather than passing without a word.
+        if _FILE_RE.match(path.name) and not path.name.endswith(_RAW_SUFFIX):
             cal = load_file(path)
             if cal is not None:
                 cal = dict(cal)
