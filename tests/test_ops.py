@@ -286,24 +286,171 @@ def test_a_kernel_launched_through_the_driver_api_counts_once():
 
 def test_numbering_matches_the_counted_rows(tmp_path):
     # The profiled run numbers ops as the counting pass does: on real CPU tensors, the same names.
-    import torch
-
-    from roofline_ext.runner.kernel_profile import _make_mode, align
-    from roofline_ext.tasks.loading import load_task
-    from roofline_ext.tasks.opcounts import ModuleTracker
+    from roofline_ext.runner.kernel_profile import align
 
     p = _task(tmp_path, "lin", LINEAR_RELU)
     c = count_task(p, ops=True)
-    task = load_task(p)
+    assert [(r["op"], r["module"]) for r in _profiled_numbering(p)] == [(o.op, o.module) for o in c.ops]
+    assert align([(o.op, o.module) for o in c.ops], [("relu_", "")]) == {0: 1}
+
+
+def _profiled_numbering(path, backend=None):
+    """The profiled run's numbering (both modes of runner/kernel_profile.py) on real CPU tensors."""
+    import contextlib
+
+    import torch
+
+    from roofline_ext.runner.kernel_profile import _make_family_mode, _make_mode
+    from roofline_ext.tasks.loading import load_task
+    from roofline_ext.tasks.opcounts import ModuleTracker
+
+    task = load_task(path)
     model = task.build(task.init_inputs()).eval()
+    inputs = task.inputs()
     record: list = []
     tracker = ModuleTracker(model)
-    inputs = task.inputs()
-    with torch.no_grad(), tracker, _make_mode(record, tracker):
+    mode = _make_mode(record, tracker)
+    chosen = contextlib.nullcontext()
+    if backend is not None:
+        from torch.nn.attention import sdpa_kernel
+
+        chosen = sdpa_kernel(backend)
+    with torch.no_grad(), chosen, tracker, _make_family_mode(record, tracker, mode), mode:
         model(*inputs)
     task.unload()
+    return record
+
+
+# --- op families: one op per call, named as written -----------------------------------------------
+
+FAMILIES = """
+    import torch.nn.functional as F
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.bn = nn.BatchNorm2d(8)
+            self.inorm = nn.InstanceNorm2d(8)
+            self.drop = nn.Dropout(0.1)
+            self.ln = nn.LayerNorm(16)
+        def forward(self, x, q):
+            y = self.ln(self.drop(self.inorm(self.bn(self.conv(x)))))
+            return y, F.scaled_dot_product_attention(q, q, q)
+    def get_inputs():
+        return [torch.randn(2, 3, 16, 16), torch.randn(2, 4, 32, 16)]
+    def get_init_inputs():
+        return []
+"""
+
+
+def test_family_calls_are_one_op_named_as_written(tmp_path):
+    c = count_task(_task(tmp_path, "fam", FAMILIES), ops=True)
+    _check_invariants(c, "fam")
+    assert c.mode == "eval"
+    # eval mode: dropout is the identity (no op, no row), batch norm updates nothing
+    assert [(o.op, o.module) for o in c.ops] == [
+        ("conv2d", "conv"), ("batch_norm", "bn"), ("instance_norm", "inorm"), ("layer_norm", "ln"),
+        ("scaled_dot_product_attention", "")]
+    assert "scaled_dot_product_attention" in c.by_op and not any(k.startswith("_") for k in c.by_op)
+    sdpa = c.ops[-1]
+    # the call's own traffic: q read once (passed three times), the output written; the CPU
+    # kernel's logsumexp is a side output no caller sees, not traffic of the call
+    assert sdpa.read_bytes == sdpa.write_bytes == 4 * 2 * 4 * 32 * 16
+    assert sdpa.flops == 2 * 2 * 4 * 32 * 32 * (16 + 16) and sdpa.simt_flops == 2 * 4 * 32 * 32
+    bn = c.ops[1]
+    assert bn.simt_flops == 2 * 8 * 16 * 16
+    assert bn.read_bytes == 4 * (2 * 8 * 16 * 16 + 4 * 8) and bn.write_bytes == 4 * 2 * 8 * 16 * 16
+
+
+@pytest.mark.parametrize("backend", ["MATH", "FLASH_ATTENTION"])
+def test_profiled_families_number_as_counted_whatever_the_backend(tmp_path, backend):
+    # The math backend dispatches mul, bmm, _safe_softmax, bmm; the flash one a single op: either is
+    # the one counted op, so the profiled and counted sequences are the same.
+    from torch.nn.attention import SDPBackend
+
+    p = _task(tmp_path, "fam", FAMILIES)
+    c = count_task(p, ops=True)
+    record = _profiled_numbering(p, getattr(SDPBackend, backend))
     assert [(r["op"], r["module"]) for r in record] == [(o.op, o.module) for o in c.ops]
-    assert align([(o.op, o.module) for o in c.ops], [("relu_", "")]) == {0: 1}
+
+
+def test_gpu_forms_of_an_op_match_the_counted_family(tmp_path):
+    # What a GPU (or torch.compile) dispatches outside a family call matches by family: the
+    # attention op gets its kernels, nothing is left unmatched.
+    from roofline_ext.runner.kernel_profile import attach_profile
+
+    p = _task(tmp_path, "fam", FAMILIES)
+    result = analyze_task(p, "H200", per_op=True, t_ref_ms=1.0, measured=None)
+    gpu = [("cudnn_convolution", "conv", 0.1), ("cudnn_batch_norm", "bn", 0.05),
+           ("_native_batch_norm_legit", "inorm", 0.05), ("native_layer_norm", "ln", 0.05),
+           ("_scaled_dot_product_efficient_attention", "", 0.5)]
+    prof = {"ops": [{"index": i, "op": op, "module": m, "kernels": [[f"k{i}", ms]]}
+                    for i, (op, m, ms) in enumerate(gpu)],
+            "kernel_sum_ms": 0.75, "outside_ms": 0.0, "kernels": 5, "l2_bytes": 50 << 20}
+    attach_profile(result, prof, l2_tbps=10.0)
+    s = result["kernel_profile"]
+    assert s["unmatched_kernel_ms"] == 0.0 and s["matched_ops"] == 5
+    assert s["unmatched_profiled_count"] == 0 and s["unmatched_counted_count"] == 0
+    sdpa = next(o for o in result["ops"] if o["op"] == "scaled_dot_product_attention")
+    assert sdpa["kernel_ms"] == pytest.approx(0.5) and sdpa["floors_ms"]["datasheet"] > 0
+
+
+def test_op_family_names():
+    import torch
+
+    from roofline_ext.tasks.opcounts import match_key, op_family
+
+    w2, w1 = torch.empty(8, 3, 3, 3), torch.empty(8, 3, 3)
+    x = torch.empty(1)
+    assert op_family("convolution", (x, w2, None, [1], [0], [1], False, [0], 1)) == "conv2d"
+    assert op_family("convolution", (x, w1, None, [1], [0], [1], True, [0], 1)) == "conv_transpose1d"
+    assert op_family("cudnn_convolution_transpose", (x, w2)) == "conv_transpose2d"
+    for name in ("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_cudnn_attention",
+                 "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention"):
+        assert op_family(name) == "scaled_dot_product_attention"
+    for name in ("cudnn_batch_norm", "_native_batch_norm_legit_no_training", "native_batch_norm"):
+        assert op_family(name) == "batch_norm"
+    assert op_family("native_dropout") == "dropout" and op_family("addmm") == "addmm"
+    assert match_key("relu_") == match_key("relu") == "relu"
+
+
+# --- eval mode, and TRAINING = True ---------------------------------------------------------------
+
+BN_DROPOUT = """
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn = nn.BatchNorm2d(8)
+            self.drop = nn.Dropout(0.5)
+        def forward(self, x):
+            return self.drop(self.bn(x))
+    def get_inputs():
+        return [torch.randn(4, 8, 16, 16)]
+    def get_init_inputs():
+        return []
+"""
+
+
+def test_counted_in_eval_mode_unless_the_task_says_training(tmp_path):
+    n, c = 4 * 8 * 16 * 16, 8
+    ev = count_task(_task(tmp_path, "bn_eval", BN_DROPOUT), ops=True)
+    # eval: batch norm normalises with its running statistics (one SIMT FLOP per output), reads
+    # x, weight, bias, running mean and variance; dropout is the identity; nothing else runs
+    assert ev.mode == "eval" and [o.op for o in ev.ops] == ["batch_norm"]
+    assert (ev.flops, ev.simt_flops) == (0, n)
+    assert ev.bytes == 4 * n + 4 * 4 * c + 4 * n
+    tr = count_task(_task(tmp_path, "bn_train", BN_DROPOUT + "    TRAINING = True\n"), ops=True)
+    # training: + num_batches_tracked += 1 (reads its 8 bytes, 1 FLOP), dropout's masks: the CPU
+    # path draws them (no arithmetic), divides by keep-probability and multiplies (2 per element)
+    assert tr.mode == "train" and [o.op for o in tr.ops] == ["add_", "batch_norm", "dropout"]
+    assert (tr.flops, tr.simt_flops) == (0, n + 1 + 2 * n)
+    assert tr.bytes == ev.bytes + 8
+    assert any("training mode" in note for note in tr.notes)
+    # dropout's own traffic: its input read, its output written; the mask is its temporary
+    drop = tr.ops[-1]
+    assert drop.read_bytes == drop.write_bytes == 4 * n
+    for counts, label in ((ev, "eval"), (tr, "train")):
+        _check_invariants(counts, label)
 
 
 def test_attach_profile_reports_sums_and_breaches(tmp_path):

@@ -7,11 +7,20 @@ dispatch mode wraps every aten op in ``record_function("roofline_ext.op#<i>")``,
 ops as the counting pass does (every op that is not a view, in dispatch order) and noting the
 module that called it. Each kernel the profiler saw is found under its op's range.
 
+Op families (``tasks/opcounts.py``): a call of a family function (``scaled_dot_product_attention``,
+``batch_norm``, ``conv2d``, ``dropout``, ...) is one op in both passes, whatever aten ops each
+backend dispatched beneath it: a torch-function mode opens the call's one range and names it by the
+function, and the aten ops inside it get no range of their own. So the GPU's flash, efficient, cuDNN
+or math attention is the counted ``scaled_dot_product_attention``, ``cudnn_batch_norm`` the counted
+``batch_norm``. (A torch-function mode makes ``has_torch_function`` true, which turns off
+``nn.MultiheadAttention``'s and ``nn.TransformerEncoderLayer``'s native fast path in this one run, as
+it is off in the count: the profiled run then runs the ops that were counted.)
+
 The profiled ops are then matched to the counted ones (:func:`align`) by their sequence of
-(op, module) names: where the two passes dispatch the same ops (nearly always), the indices agree
-one to one; where they do not (an RNN is one cuDNN op on the GPU and a counted loop on the CPU,
-attention takes another backend) the ops that do not match are reported, with the kernel time that
-could not be put on a counted op. Matched ops' kernels go onto the result's ops
+(family, module) names (:func:`~roofline_ext.tasks.opcounts.match_key`: the family, in place or
+not): where the two passes dispatch the same ops (nearly always), the indices agree one to one;
+where they do not (an RNN is one cuDNN op on the GPU and a counted loop on the CPU) the ops that do
+not match are reported, with the kernel time that could not be put on a counted op. Matched ops' kernels go onto the result's ops
 (:func:`roofline_ext.model.ops.attach_kernels`), held to each op's floor under the L2/HBM rule.
 
 One profiled run per task: its overhead is the profiler's start (a fraction of a second) and one
@@ -40,10 +49,15 @@ def _make_mode(record: list[dict[str, Any]], tracker):
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from ..tasks.opcounter import _ALIASES, run_if_not_counted
+    from ..tasks.opcounts import op_family
 
     class _Numbering(TorchDispatchMode):
         """Every non-view aten op in a profiler range of its own, numbered as the counting pass numbers
-        its per-op rows."""
+        its per-op rows; inside a family call (:func:`_make_family_mode`) the call's range holds them."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.in_family: list[int] = []  # the family call running: its ops dispatched so far
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
@@ -53,12 +67,49 @@ def _make_mode(record: list[dict[str, Any]], tracker):
             name = func._overloadpacket.__name__
             if func.is_view or name in _ALIASES:
                 return func(*args, **kwargs)
+            if self.in_family:
+                # the family's own range (record_function) dispatches profiler ops: not the call's
+                self.in_family[-1] += func.namespace != "profiler"
+                return func(*args, **kwargs)
             i = len(record)
-            record.append({"index": i, "op": name, "module": tracker.current, "kernels": []})
+            record.append({"index": i, "op": op_family(name, args), "module": tracker.current, "kernels": []})
             with torch.autograd.profiler.record_function(f"{_RANGE}{i}"):
                 return func(*args, **kwargs)
 
     return _Numbering()
+
+
+def _make_family_mode(record: list[dict[str, Any]], tracker, numbering):
+    """A torch-function mode that makes each family call one numbered op, named by the function, its
+    range around every aten op it dispatches (as the count makes it one row, tasks/opcounts.py). A
+    call that dispatched no op (dropout in eval mode) leaves no record, as it leaves no row."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    from ..tasks.opcounts import family_functions
+
+    families = family_functions()
+
+    class _Families(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            try:
+                family = families.get(func)
+            except TypeError:  # an unhashable callable is no family function
+                family = None
+            if family is None or numbering.in_family:
+                return func(*args, **kwargs)
+            i = len(record)
+            record.append({"index": i, "op": family, "module": tracker.current, "kernels": []})
+            numbering.in_family.append(0)
+            try:
+                with torch.autograd.profiler.record_function(f"{_RANGE}{i}"):
+                    return func(*args, **kwargs)
+            finally:
+                if numbering.in_family.pop() == 0 and len(record) == i + 1:
+                    record.pop()
+
+    return _Families()
 
 
 def _op_of(e: Any) -> tuple[int | None, bool]:
@@ -152,6 +203,7 @@ def profile_reference(fn: Callable[[], Any], model: Any, device: int, flush: Cal
         record: list[dict[str, Any]] = []
         tracker = ModuleTracker(model)
         mode = _make_mode(record, tracker)
+        families = _make_family_mode(record, tracker, mode)
         l2 = int(torch.cuda.get_device_properties(device).L2_cache_size or 0) or None
         with torch.cuda.device(device):
             if flush is not None:
@@ -162,7 +214,7 @@ def profile_reference(fn: Callable[[], Any], model: Any, device: int, flush: Cal
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
                 with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                    with torch.autograd.profiler.record_function(_FORWARD), tracker, mode:
+                    with torch.autograd.profiler.record_function(_FORWARD), tracker, families, mode:
                         fn()
                     torch.cuda.synchronize()
                 events = prof.events()
@@ -176,17 +228,14 @@ def profile_reference(fn: Callable[[], Any], model: Any, device: int, flush: Cal
             "l2_bytes": l2}
 
 
-def _same_op(name: str) -> str:
-    """An op name up to the forms that do the same work: in place (``relu_``) or not, batch norm
-    with batch statistics or running ones (the count runs the module as built, timing in eval mode)."""
-    return name.replace("_no_training", "").rstrip("_")
-
-
 def align(counted: Sequence[tuple[str, str]], profiled: Sequence[tuple[str, str]]) -> dict[int, int]:
     """profiled position -> counted position, for the (op, module) names both passes dispatched in the
-    same order (the longest matching blocks: an op the other pass lacks costs only itself)."""
+    same order (the longest matching blocks: an op the other pass lacks costs only itself). Names
+    match by family (``match_key``): every backend's form of one operation, in place or not."""
+    from ..tasks.opcounts import match_key
+
     def key(seq):
-        return [(_same_op(op), module) for op, module in seq]
+        return [(match_key(op), module) for op, module in seq]
 
     matcher = difflib.SequenceMatcher(None, key(counted), key(profiled), autojunk=False)
     pairs: dict[int, int] = {}

@@ -54,6 +54,14 @@ What is counted (the rules, each with its reason, are in docs/counting.md)
     count once. Non-tensor arguments count 0. An output is counted as written even if it aliases an
     input (an in-place op still writes it).
 
+Mode
+----
+A task is counted in **eval mode** (``model.eval()``), as it is timed and as KernelBench's harness
+runs it: batch norm normalises with its running statistics and updates nothing, dropout is the
+identity. A task file that sets ``TRAINING = True`` at module level is counted in training mode
+(``model.train()``): batch norm with batch statistics and its running-statistics update, dropout's
+masks drawn and applied. ``Counts.mode`` (``"eval"`` or ``"train"``) says which.
+
 dtype
 -----
 ``dtype`` is the floating dtype of the inputs, parameters and buffers (``"torch.float32"``…),
@@ -78,12 +86,21 @@ from .formulas import causal_pairs as _causal_pairs  # noqa: F401  (the tests' n
 from .formulas import flop_formulas, flopcounter_formulas
 from .loading import Task, TaskError, _describe_exception, _where, load_task
 from .opcounter import make_op_counter
-from .opcounts import UNWRITTEN_OUTPUT, ModuleTracker, OpCount, OpRecorder
+from .opcounts import UNWRITTEN_OUTPUT, ModuleTracker, OpCount, OpRecorder, family_functions, op_family
 from .traffic import Reads, storage_bytes
 
 __all__ = ["Counts", "count_task", "parse_dtype", "require_torch", "DTYPE_CHOICES"]
 
 DTYPE_CHOICES = tuple(TASK_DTYPES)
+
+#: The module-level name a task file sets to ``True`` to be counted in training mode (see "Mode").
+TRAINING_FLAG = "TRAINING"
+MODES = ("eval", "train")
+
+
+def counted_mode(task: Task) -> str:
+    """``"train"`` for a task file that sets ``TRAINING = True``, else ``"eval"`` (the default)."""
+    return "train" if getattr(task.module, TRAINING_FLAG, False) is True else "eval"
 
 
 @dataclass
@@ -115,6 +132,8 @@ class Counts:
     ops: list[OpCount] | None = None
     unfused_read_bytes: int | None = None
     unfused_write_bytes: int | None = None
+    # "eval" (the default) or "train" (a task file with TRAINING = True): see "Mode" above.
+    mode: str = "eval"
 
     def __post_init__(self) -> None:
         # Counts cross a process boundary as dataclasses.asdict(): rebuild the rows.
@@ -198,6 +217,7 @@ def _make_function_mode():
     tensor_cuda = torch._C.TensorBase.cuda
     tensor_to = torch._C.TensorBase.to
     rnn_funcs = {f for f in (getattr(torch, n, None) for n in ("lstm", "gru", "rnn_tanh", "rnn_relu")) if f}
+    families = family_functions()
 
     class _FunctionMode(TorchFunctionMode):
         def __init__(self) -> None:
@@ -205,6 +225,7 @@ def _make_function_mode():
             self.snapshot = None   # set while forward runs: () -> a tuple of {op: count} dicts
             self.adjust = None     # and its sink: the same dicts, as deltas -> None
             self.mark_read = None  # tensor -> None: read in full (the short runs read a part)
+            self.op_counter = None  # per-op counting: a family call's ops are one row (opcounts)
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
@@ -214,11 +235,27 @@ def _make_function_mode():
                 kwargs = {**kwargs, "device": "cpu"}
             if func is tensor_to and any(_is_cuda(a) for a in args[1:]):
                 args = tuple("cpu" if _is_cuda(a) else a for a in args)
+            if self.op_counter is not None:
+                try:
+                    family = families.get(func)
+                except TypeError:  # an unhashable callable is no family function
+                    family = None
+                if family is not None:
+                    return self._family(family, func, args, kwargs)
             if func in rnn_funcs and self.snapshot is not None and RNN_SHORTCUT:
                 shortcut = self._rnn(func, args, kwargs)
                 if shortcut is not None:
                     return shortcut
             return func(*args, **kwargs)
+
+        def _family(self, family, func, args, kwargs):
+            previous = self.op_counter.begin_family(family, args, kwargs)
+            out = None
+            try:
+                out = func(*args, **kwargs)
+            finally:
+                self.op_counter.end_family(previous, out)
+            return out
 
         def _rnn(self, func, args, kwargs):
             # Unpacked form only: (input, hx, params, has_biases, num_layers, dropout, train,
@@ -388,6 +425,11 @@ def _setup(task: Task, model: str, cast) -> tuple[Any, list, list[str]]:
         # the floating inputs; integer inputs (indices) stay as they are
         module = task.call(module.to, f"{model}.to({cast})", "init", cast)
         inputs = [x.to(cast) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+    mode = counted_mode(task)
+    task.call(module.train, f"{model}.{mode}()", "init", mode == "train")
+    if mode == "train":
+        notes.append(f"counted in training mode (the task sets {TRAINING_FLAG} = True): batch norm uses batch "
+                     "statistics and updates its running ones, dropout draws and applies its masks")
     return module, inputs, notes
 
 
@@ -424,8 +466,14 @@ def _dtypes(tensors: list) -> tuple[str | None, list[str], str | None]:
 
 
 def _by_op(ops) -> dict[str, dict[str, int]]:
-    by_op = {name: {"calls": ops.calls.get(name, 0), "flops": ops.flops.get(name, 0),
-                    "simt_flops": ops.simt.get(name, 0)} for name in set(ops.calls) | set(ops.flops)}
+    """Calls and work per aten op, a backend's internal forms under their family's name
+    (``_scaled_dot_product_flash_attention_for_cpu`` is ``scaled_dot_product_attention``)."""
+    by_op: dict[str, dict[str, int]] = {}
+    for name in set(ops.calls) | set(ops.flops) | set(ops.simt):
+        row = by_op.setdefault(op_family(name), {"calls": 0, "flops": 0, "simt_flops": 0})
+        row["calls"] += ops.calls.get(name, 0)
+        row["flops"] += ops.flops.get(name, 0)
+        row["simt_flops"] += ops.simt.get(name, 0)
     return dict(sorted(by_op.items(), key=lambda kv: (-kv[1]["flops"], -kv[1]["simt_flops"], kv[0])))
 
 
@@ -494,9 +542,10 @@ def _run(task: Task, model: str, cast, per_op: bool = False) -> _Run:
             tracker = ModuleTracker(module) if per_op else None
             if tracker is not None:
                 ops.recorder = OpRecorder(tracker)
+                fmode.op_counter = ops
             with counter, ops, (tracker if tracker is not None else contextlib.nullcontext()):
                 out = _forward(task, module, inputs, model)
-            fmode.snapshot = fmode.adjust = fmode.mark_read = None
+            fmode.snapshot = fmode.adjust = fmode.mark_read = fmode.op_counter = None
             outputs = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
             written = Reads()
             for t in outputs:
@@ -554,6 +603,7 @@ def _counts(task: Task, model: str, cast, run: _Run, seconds: float) -> Counts:
         ops=run.ops.recorder.counts() if run.ops.recorder is not None else None,
         unfused_read_bytes=None if run.ops.recorder is None else int(sum(run.ops.read_by_name.values())),
         unfused_write_bytes=None if run.ops.recorder is None else int(sum(run.ops.write_by_name.values())),
+        mode=counted_mode(task),
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from .formulas import attention_flops
 from .masks import MaskTracker
-from .opcounts import ZERO_WRITE
+from .opcounts import ZERO_WRITE, op_family
 from .traffic import Reads, lookup_read, tensor_read
 
 __all__ = ["make_op_counter", "NO_ARITHMETIC"]
@@ -77,6 +77,39 @@ def _lookup_elements(name: str, args: tuple, out) -> int:
     return out.numel()
 
 
+class _Family:
+    """One call of a family function (opcounts.FAMILY_FUNCTIONS) while its aten ops run: one row for
+    all of them, made at the first op that is not a view (a call that dispatches none, such as
+    dropout in eval mode, gets no row), and the call's own traffic gathered from its ops."""
+
+    __slots__ = ("name", "index", "before", "produced", "reads", "writes", "keep")
+
+    def __init__(self, name: str, before: set[int]) -> None:
+        self.name, self.before = name, before
+        self.index: int | None = None
+        self.produced: set[int] = set()  # storages its ops made: temporaries unless returned
+        self.reads: dict[int, tuple[list, int | None]] = {}
+        self.writes: dict[int, int] = {}
+        self.keep: list = []  # the temporaries, alive so that no address is reused during the call
+
+    def add(self, reads: dict[int, tuple[list, int | None]], writes: dict[int, int], outputs: list) -> None:
+        for k, (rs, n) in reads.items():
+            if k not in self.produced:  # reading its own temporary is no traffic of the call
+                self.reads.setdefault(k, ([], n))[0].extend(rs)
+        for k, b in writes.items():
+            self.writes[k] = max(self.writes.get(k, 0), b)
+        for k, o in outputs:
+            if k not in self.before and k not in self.reads:
+                self.produced.add(k)
+                self.keep.append(o)
+
+    def traffic(self, returned: set[int]) -> tuple[dict[int, tuple[list, int | None]], dict[int, int]]:
+        """What the call reads and writes: its temporaries are neither; what it returns or overwrites
+        of what existed before it is written."""
+        writes = {k: b for k, b in self.writes.items() if k in returned or k not in self.produced}
+        return self.reads, writes
+
+
 def _nbytes(t) -> int | None:
     try:
         return int(t.untyped_storage().nbytes())
@@ -135,6 +168,7 @@ def make_op_counter(formulas: dict, key: Callable[[Any], int]):
             self.recorder: Any = None  # an opcounts.OpRecorder
             self.read_by_name: dict[str, int] = defaultdict(int)
             self.write_by_name: dict[str, int] = defaultdict(int)
+            self.family: _Family | None = None  # the family call running (per-op counting only)
 
         def adjust(self, bucket: str, op: str, delta: int, index: int | None = None) -> None:
             (self.flops if bucket == "flops" else self.simt)[op] += delta
@@ -168,8 +202,49 @@ def make_op_counter(formulas: dict, key: Callable[[Any], int]):
             for t in tensors:
                 self._read(t)
 
+        # --- op families (opcounts.FAMILY_FUNCTIONS): the torch-function layer calls these ------
+
+        def begin_family(self, name: str, args: tuple, kwargs: dict) -> Any:
+            """A family function is called: its aten ops are one row (per-op counting only). Returns
+            what :meth:`end_family` restores (calls do not nest: the function layer is off inside)."""
+            previous = self.family
+            if self.counting and self.recorder is not None and previous is None:
+                before = {key(t) for t in tree_leaves((args, kwargs)) if isinstance(t, Tensor)}
+                self.family = _Family(name, before)
+            return previous
+
+        def end_family(self, previous: Any, out) -> None:
+            fam, self.family = self.family, previous
+            if fam is None or fam is previous or fam.index is None:
+                return
+            returned = {key(o) for o in tree_leaves(out) if isinstance(o, Tensor)}
+            reads, writes = fam.traffic(returned)
+            read, write = self.recorder.traffic(fam.index, reads, writes)
+            self.read_by_name[fam.name] += read
+            self.write_by_name[fam.name] += write
+
+        def _row(self, name: str, args: tuple) -> int:
+            """The per-op row of a non-view op: its family call's one row, or a row of its own."""
+            fam = self.family
+            if fam is None:
+                return self.recorder.begin(op_family(name, args))
+            if fam.index is None:
+                fam.index = self.recorder.begin(fam.name)
+            return int(fam.index)
+
         def _own_traffic(self, index: int, name: str, args: tuple, kwargs: dict, out, first) -> None:
-            """The op's own reads and writes, as a kernel of its own would move them (opcounts)."""
+            """The op's own reads and writes, as a kernel of its own would move them (opcounts); inside
+            a family call, gathered for the call instead."""
+            reads, writes = self._op_traffic(name, args, kwargs, out, first)
+            if self.family is not None:
+                outputs = [(key(o), o) for o in tree_leaves(out) if isinstance(o, Tensor)]
+                self.family.add(reads, writes, outputs)
+                return
+            read, write = self.recorder.traffic(index, reads, writes)
+            self.read_by_name[name] += read
+            self.write_by_name[name] += write
+
+        def _op_traffic(self, name: str, args: tuple, kwargs: dict, out, first):
             reads: dict[int, tuple[list, int | None]] = {}
             if name not in _METADATA_ONLY and name not in _LIFTS:
                 tensors = [a for a in tree_leaves((args, kwargs)) if isinstance(a, Tensor)]
@@ -187,9 +262,7 @@ def make_op_counter(formulas: dict, key: Callable[[Any], int]):
                     if isinstance(o, Tensor):
                         k = key(o)
                         writes[k] = max(writes.get(k, 0), tensor_read(o).nbytes)
-            read, write = self.recorder.traffic(index, reads, writes)
-            self.read_by_name[name] += read
-            self.write_by_name[name] += write
+            return reads, writes
 
         def _mark_produced(self, out) -> None:
             for o in tree_leaves(out):
@@ -240,7 +313,7 @@ def make_op_counter(formulas: dict, key: Callable[[Any], int]):
             first = next((o for o in tree_leaves(out) if isinstance(o, Tensor)), None)
             index = None
             if self.counting and self.recorder is not None and not is_view:
-                index = self.masks.current = self.recorder.begin(name)
+                index = self.masks.current = self._row(name, args)
                 self._own_traffic(index, name, args, kwargs, out, first)
             if self.counting:
                 self.calls[name] += 1

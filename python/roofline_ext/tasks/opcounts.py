@@ -13,6 +13,20 @@ counting pass (no second forward). Each op gets:
 - the innermost ``nn.Module`` running when it was dispatched, by qualified name
   (``layers.3.conv1``; ``""`` is the task's model itself).
 
+**Op families.** One operation dispatches to different aten ops by device, backend and mode:
+``F.scaled_dot_product_attention`` is ``_scaled_dot_product_flash_attention_for_cpu`` on the fake
+CPU tensors of the count and a flash, memory-efficient, cuDNN or math kernel (the math one a dozen
+aten ops) on a GPU; ``F.batch_norm`` is ``_native_batch_norm_legit[_no_training]`` here and
+``cudnn_batch_norm`` there; dropout in training is ``bernoulli_``/``div_``/``mul`` on the CPU and
+``native_dropout`` on CUDA. So the op is what the user called: a call of one of
+:data:`FAMILY_FUNCTIONS` is one row named by that function (``scaled_dot_product_attention``,
+``batch_norm``, ``conv2d``), holding the work of every aten op it dispatched, and the traffic of the
+call itself (what it reads that existed before it, what it returns or overwrites; its temporaries
+and side outputs such as attention's logsumexp are not traffic of the call). The GPU's profiled run
+groups its ops the same way (``runner/kernel_profile.py``), so the two match whatever each backend
+dispatched. An aten op met outside such a call (``torch.compile`` emits aten ops directly, a task
+may call ``torch.ops.aten``) is named by :func:`op_family` from a table of the known variants.
+
 RNN layers are counted from two short runs (``counting._make_function_mode``): their ops are
 recorded too and then replaced by one row per (module, op) of the layer, extrapolated to the full
 sequence the way the totals are (``calls`` says how many ops the row stands for; ``note`` says it
@@ -25,7 +39,8 @@ from typing import Any
 
 from .traffic import Read, storage_bytes
 
-__all__ = ["OpCount", "OpRecorder", "ModuleTracker", "ZERO_WRITE", "UNWRITTEN_OUTPUT"]
+__all__ = ["OpCount", "OpRecorder", "ModuleTracker", "ZERO_WRITE", "UNWRITTEN_OUTPUT", "FAMILY_FUNCTIONS",
+           "family_functions", "op_family", "match_key"]
 
 #: Ops that allocate or only change metadata: their output is not written by a kernel.
 ZERO_WRITE = frozenset("""
@@ -38,6 +53,98 @@ ZERO_WRITE = frozenset("""
 #: an input, a parameter or a view of one): the compulsory traffic counts them as written, so a
 #: kernel that returns them must write them.
 UNWRITTEN_OUTPUT = "(output written by no op)"
+
+
+#: Functions whose call is one op (see the module docstring), by the name the user wrote. Looked up
+#: in torch.nn.functional, torch and torch._C._nn, by identity (:func:`family_functions`).
+FAMILY_FUNCTIONS = tuple("""
+    scaled_dot_product_attention batch_norm instance_norm group_norm layer_norm rms_norm
+    conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d
+    dropout dropout1d dropout2d dropout3d alpha_dropout feature_alpha_dropout
+""".split())
+
+# Aten ops met outside a family call, by the family they belong to: every backend's form of the
+# operation (torch.compile emits these directly). Convolutions are named by their arguments.
+_ATEN_FAMILY = {
+    **dict.fromkeys("""
+        _scaled_dot_product_flash_attention_for_cpu _scaled_dot_product_flash_attention
+        _scaled_dot_product_efficient_attention _scaled_dot_product_cudnn_attention
+        _scaled_dot_product_attention_math _scaled_dot_product_attention_math_for_mps
+        _scaled_dot_product_fused_attention_overrideable _flash_attention_forward
+        _efficient_attention_forward _cudnn_attention_forward
+    """.split(), "scaled_dot_product_attention"),
+    **dict.fromkeys("""
+        native_batch_norm _native_batch_norm_legit _native_batch_norm_legit_no_training
+        _native_batch_norm_legit_functional cudnn_batch_norm miopen_batch_norm _batch_norm_impl_index
+        _batch_norm_with_update _batch_norm_with_update_functional _batch_norm_no_update
+    """.split(), "batch_norm"),
+    "native_layer_norm": "layer_norm",
+    "native_group_norm": "group_norm",
+    "_fused_rms_norm": "rms_norm",
+    "native_dropout": "dropout",
+}
+_CONVOLUTIONS = frozenset("""
+    convolution _convolution convolution_overrideable cudnn_convolution cudnn_convolution_transpose
+    cudnn_convolution_relu cudnn_convolution_add_relu miopen_convolution miopen_convolution_transpose
+    miopen_depthwise_convolution mkldnn_convolution _slow_conv2d_forward slow_conv3d_forward
+    slow_conv_dilated2d slow_conv_dilated3d slow_conv_transpose2d slow_conv_transpose3d
+    _conv_depthwise2d conv_depthwise3d thnn_conv2d _nnpack_spatial_convolution
+""".split())
+
+
+def _conv_family(name: str, args: tuple | None) -> str:
+    """conv{1,2,3}d or conv_transpose{1,2,3}d from the weight's rank and the transposed flag."""
+    args = args or ()
+    weight = args[1] if len(args) > 1 else None
+    dims = getattr(weight, "dim", None)
+    if dims is None:
+        return "convolution"
+    transposed = "transpose" in name or (name in ("convolution", "_convolution", "convolution_overrideable")
+                                         and len(args) > 6 and bool(args[6]))
+    return f"conv_transpose{dims() - 2}d" if transposed else f"conv{dims() - 2}d"
+
+
+def op_family(name: str, args: tuple | None = None) -> str:
+    """The op a user wrote, for an aten op dispatched outside a family call: every backend's form of
+    attention, batch norm, layer/group/RMS norm, dropout and convolution by its family's name (a
+    convolution by its arguments where they are given); any other op by its own name."""
+    if name in _CONVOLUTIONS:
+        return _conv_family(name, args)
+    return _ATEN_FAMILY.get(name, name)
+
+
+_CONV_NAMES = frozenset({"convolution"} | {f"conv{t}{d}d" for t in ("", "_transpose") for d in (1, 2, 3)})
+
+
+def match_key(name: str) -> str:
+    """The name two passes' ops are matched by: the family, in place (``relu_``) or not. Coarser
+    than the family where an aten form alone cannot tell the family: a convolution named without
+    its arguments is any convolution, and instance norm runs as batch norm on every backend."""
+    key = op_family(name).rstrip("_") or name
+    if key in _CONV_NAMES:
+        return "convolution"
+    return "batch_norm" if key == "instance_norm" else key
+
+
+_FUNCTIONS: dict[Any, str] | None = None
+
+
+def family_functions() -> dict[Any, str]:
+    """{function object: family name} of :data:`FAMILY_FUNCTIONS` as this torch has them (torch is
+    imported on first use only)."""
+    global _FUNCTIONS
+    if _FUNCTIONS is None:
+        import torch
+        import torch.nn.functional as F
+
+        found: dict[Any, str] = {}
+        for name in FAMILY_FUNCTIONS:
+            for where in (F, torch, torch._C._nn, torch._C._VariableFunctions):
+                fn = getattr(where, name, None)
+                if fn is not None:
+                    found[fn] = name
+        _FUNCTIONS = found
+    return _FUNCTIONS
 
 
 @dataclass(frozen=True)
