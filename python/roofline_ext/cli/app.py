@@ -26,7 +26,7 @@ import traceback
 from ..errors import RooflineError
 
 # Order here is the order in --help.
-COMMANDS = ("info", "peaks", "analyze", "calibrate", "check", "fleet", "report")
+COMMANDS = ("info", "peaks", "analyze", "floors", "calibrate", "check", "fleet", "report")
 
 _DEBUG_HELP = "show tracebacks and torch's own logs instead of one-line errors"
 

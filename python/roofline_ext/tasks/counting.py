@@ -93,6 +93,10 @@ __all__ = ["Counts", "count_task", "parse_dtype", "require_torch", "DTYPE_CHOICE
 
 DTYPE_CHOICES = tuple(TASK_DTYPES)
 
+#: The version of the counting rules (docs/counting.md): raised whenever a rule changes any count, so
+#: that a published table (floors/) names the rules that made it. 2: op families, eval mode.
+COUNTING_RULES = 2
+
 #: The module-level name a task file sets to ``True`` to be counted in training mode (see "Mode").
 TRAINING_FLAG = "TRAINING"
 MODES = ("eval", "train")
