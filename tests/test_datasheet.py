@@ -40,6 +40,11 @@ REAL_DEVICE_NAMES = {
     "NVIDIA RTX A6000": "RTX A6000",
     "NVIDIA B200": "B200",
     "NVIDIA GB200": "GB200",
+    "NVIDIA B300 SXM6 AC": "B300",
+    "NVIDIA GB300": "GB300",
+    "NVIDIA RTX PRO 6000 Blackwell Workstation Edition": "RTX PRO 6000 Blackwell",
+    "NVIDIA RTX PRO 6000 Blackwell Server Edition": "RTX PRO 6000 Blackwell Server",
+    "NVIDIA GB10": "GB10",
 }
 
 # What people type.
@@ -74,13 +79,13 @@ NOT_IN_TABLE = [
     "NVIDIA GeForce RTX 3090 Ti",
     "NVIDIA GeForce RTX 5090 D",
     "Quadro RTX 6000",  # Turing, not the RTX 6000 Ada
-    "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
+    "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition",  # 300 W, lower clocks: not the 600 W card
+    "NVIDIA GB100",
     "NVIDIA H100 80GB HBM3 MIG 1g.10gb",
     "NVIDIA H800 PCIe",
     "NVIDIA L20",
     "NVIDIA L40G",
     "NVIDIA A10M",
-    "NVIDIA B300 SXM6 AC",
     "NVIDIA GeForce RTX 2080 Ti",
     "AMD Instinct MI300X",
     "",
@@ -204,7 +209,13 @@ _GEFORCE = {"RTX 3090", "RTX 4090", "RTX 5090"}
 _FP64_CUT = {"H800"}  # export part: FP64 fused down to 1 TFLOP/s
 
 
-@pytest.mark.parametrize("sku", [s for s in all_skus() if s.name != "H20"], ids=lambda s: s.name)
+# Parts whose architecture has no per-clock rates in peaks/derived.py (sm_103, sm_121): checked by
+# test_blackwell_ultra_and_gb10_figures instead.
+_NO_RATES = {s.name for s in all_skus() if not derived_peaks(*s.cc, s.sm_count, s.boost_clock_mhz).known_arch}
+
+
+@pytest.mark.parametrize("sku", [s for s in all_skus() if s.name != "H20" and s.name not in _NO_RATES],
+                         ids=lambda s: s.name)
 def test_figures_follow_per_clock_rates(sku):
     """Every figure = SMs x per-clock rate x the stated clock, within rounding: catches a sparse
     figure (2x), a typo, or a clock that does not belong to the figure."""
@@ -236,7 +247,57 @@ def test_as_dict_round_trips_fields():
 
 def test_peak_rejects_unknown_unit():
     with pytest.raises(KeyError):
-        lookup("H100").peak("fp4")
+        lookup("H100").peak("fp2")
+    with pytest.raises(KeyError):  # FP4/FP6 are datasheet columns, not roofs
+        lookup("B200").peak("fp4")
+
+
+def test_fp4_fp6_columns_where_the_part_has_them():
+    from roofline_ext.peaks.units import DATASHEET_ONLY_UNITS, UNITS as ROOF_UNITS
+
+    assert [u.key for u in DATASHEET_ONLY_UNITS] == ["fp6", "fp4"] and not set(ROOF_UNITS) & {"fp6", "fp4"}
+    for sku in all_skus():
+        if sku.arch == "blackwell":
+            # FP4 twice FP6 (Blackwell Ultra: three times), FP6 at the FP8 rate (GeForce: both the
+            # advertised, un-halved rate)
+            ratio = 3 if sku.cc == (10, 3) else 2
+            assert sku.fp4 and sku.fp6 and sku.fp4 == pytest.approx(ratio * sku.fp6), sku.name
+            assert sku.fp6 == pytest.approx(sku.fp8 * (2 if sku.name == "RTX 5090" else 1)), sku.name
+        else:
+            assert sku.fp4 is None and sku.fp6 is None, sku.name
+    d = lookup("B300").as_dict()
+    assert d["fp4"] == 13500.0 and d["fp6"] == 4500.0
+
+
+def test_blackwell_ultra_and_gb10_figures():
+    b300, gb300, spark = lookup("B300"), lookup("GB300"), lookup("DGX Spark")
+    assert _NO_RATES == {"B300", "GB300", "GB10"}
+    # per GPU of NVIDIA's system tables, sparse halved: HGX B300 (8 GPUs), GB300 NVL72 (72)
+    assert b300.fp16 == 36000 / 8 / 2 and b300.fp32 == 600 / 8 and b300.fp64 == 10 / 8
+    assert gb300.fp16 == 360000 / 72 / 2 and gb300.fp32 == 5760 / 72 and gb300.bandwidth_tbps == 576 / 72
+    assert gb300.fp4 == 1080000 / 72
+    for sku in (b300, gb300):
+        # FP64 and INT8 cut by design: far below the B200's
+        assert sku.fp64 < 2 and sku.int8 < 200 and sku.cc == (10, 3)
+        # the tensor clock the figures imply is the same for every tensor unit
+        assert sku.fp16 * 1e6 / (sku.sm_count * 8192) == pytest.approx(sku.boost_clock_mhz, rel=0.005)
+        assert sku.fp32 * 1e6 / (sku.sm_count * 256) == pytest.approx(sku.simt_clock_mhz, rel=0.005)
+    # DGX Spark: 1 PFLOP FP4 sparse, 273 GB/s; the rest estimated, and said so
+    assert spark.name == "GB10" and spark.fp4 == 500 and spark.bandwidth_tbps == 0.273
+    assert "Estimated" in spark.notes and spark.cc == (12, 1)
+    assert spark.fp16 * 1e6 / (spark.sm_count * 1024) == pytest.approx(spark.boost_clock_mhz, rel=0.005)
+
+
+def test_rtx_pro_6000_workstation_and_server():
+    ws, server = lookup("RTX PRO 6000 Blackwell"), lookup("RTX PRO 6000 Blackwell Server Edition")
+    assert ws.fp32 == 125 and ws.fp4 == 4000 / 2 and ws.bandwidth_tbps == 1.792 and ws.memory_gb == 96
+    assert server.bandwidth_tbps == 1.597 and server.fp32 == ws.fp32
+    assert "FP32 accumulation at the full rate" in ws.notes  # not a GeForce: no halving
+
+
+def test_new_skus_name_an_nvidia_source():
+    for name in ("B300", "GB300", "RTX PRO 6000 Blackwell", "RTX PRO 6000 Blackwell Server", "GB10"):
+        assert "NVIDIA" in lookup(name).source, name
 
 
 def test_public_functions_have_docstrings():

@@ -13,6 +13,8 @@ Units (``UNITS``):
   ``fp16``/``bf16`` FP16/BF16 tensor, *with FP32 accumulation*
   ``fp8``          FP8 tensor with FP32 accumulation (Ada, Hopper, Blackwell only)
   ``int8``         INT8 tensor
+  ``fp6``/``fp4``  FP6/FP4 tensor (Blackwell only): datasheet columns no roof uses yet
+                   (``units.DATASHEET_ONLY_UNITS``); None where the part has no such unit
 
 GeForce parts run tensor instructions that accumulate in FP32 at half the rate of those that
 accumulate in FP16. PyTorch, cuBLAS and Triton accumulate in FP32, so the table stores the
@@ -87,6 +89,9 @@ class DatasheetPeaks(PeakTable):
     simt_clock_mhz: int | None
     source: str
     notes: str = ""
+    # FP6/FP4 tensor (dense TFLOP/s), Blackwell only; not roofs (units.DATASHEET_ONLY_UNITS).
+    fp6: float | None = None
+    fp4: float | None = None
 
     @property
     def cc_text(self) -> str:
@@ -330,7 +335,10 @@ _SKUS: tuple[DatasheetPeaks, ...] = (
         fp8=419.0, int8=838.0, bandwidth_tbps=1.792, memory_gb=32, sm_count=170,
         boost_clock_mhz=2407, simt_clock_mhz=2407,
         source="NVIDIA RTX Blackwell GPU architecture whitepaper, appendix (GeForce RTX 5090)",
-        notes=_GEFORCE_NOTE + " FP64 not published: 1/64 of FP32 as on GB20x's predecessors.",
+        notes=_GEFORCE_NOTE + " FP64 not published: 1/64 of FP32 as on GB20x's predecessors. FP4 is NVIDIA's "
+        "3352 AI TOPS (FP4, sparse) halved, FP6 the advertised dense FP8 rate: whether GeForce halves them "
+        "with FP32 accumulation is not published, so the higher figure is kept (a floor stays a floor).",
+        fp6=838.0, fp4=1676.0,
     ),
     DatasheetPeaks(
         "B200", "NVIDIA B200 180GB", "blackwell", (10, 0),
@@ -340,6 +348,7 @@ _SKUS: tuple[DatasheetPeaks, ...] = (
         source="NVIDIA HGX B200 datasheet, per-GPU column (sparse figures halved)",
         notes="Clocks implied by the figures at 148 SMs (NVIDIA publishes none). Early "
         "announcements said 192 GB / 8 TB/s; the shipping HGX B200 datasheet says 180 GB / 7.7 TB/s.",
+        fp6=4500.0, fp4=9000.0,
     ),
     DatasheetPeaks(
         "GB200", "NVIDIA GB200", "blackwell", (10, 0),
@@ -349,6 +358,83 @@ _SKUS: tuple[DatasheetPeaks, ...] = (
         source="NVIDIA GB200 NVL72 datasheet, per-GPU figures (sparse figures halved)",
         notes="The Blackwell GPU of a Grace Blackwell superchip (which holds two). SM count assumed equal to the "
         "B200's; clocks implied by the figures (NVIDIA publishes neither).",
+        fp6=5000.0, fp4=10000.0,
+    ),
+    # --- Blackwell Ultra (sm_103) and GB20x/GB10 parts added 2026-12-01 ------------------------------
+    # Figures are NVIDIA's system tables divided per GPU, sparse figures halved. Where sources
+    # disagree the higher figure is stored, so that a floor built on it is never too high.
+    DatasheetPeaks(
+        # https://www.nvidia.com/en-us/data-center/hgx/ (HGX B300 column, 8 GPUs); per-GPU tables
+        # quoting it: https://glennklockwood.com/garden/processors/B300 ("B300"),
+        # https://verda.com/blog/gb300-nvl72-architecture ("NVIDIA GB300 NVL72: GPU Architecture").
+        "B300", "NVIDIA B300 288GB", "blackwell", (10, 3),
+        fp64=1.25, fp64_tensor=1.25, fp32=75.0, tf32=1125.0, fp16=2250.0, bf16=2250.0,
+        fp8=4500.0, int8=150.0, bandwidth_tbps=8.0, memory_gb=288, sm_count=160,
+        boost_clock_mhz=1716, simt_clock_mhz=1831,
+        source="NVIDIA HGX B300 specifications (nvidia.com/en-us/data-center/hgx), per GPU of 8, sparse halved",
+        notes="Blackwell Ultra: FP64 and INT8 cut by design (HGX B300: 10 TFLOP/s FP64 and 2 POPS sparse INT8 "
+        "for 8 GPUs; a per-GPU table gives 0.15 POPS dense INT8, the higher figure is kept). FP4: 108 PFLOPS "
+        "dense for 8 GPUs (some copies print 105). HGX lists 2.1-2.3 TB for 8 GPUs; the part has 288 GB; "
+        "8 TB/s per GPU (one per-GPU table says 7.7: the higher is kept). 160 SMs as reported; clocks "
+        "implied by the figures. sm_103: no per-clock rates in peaks/derived.py, so no derived roof.",
+        fp6=4500.0, fp4=13500.0,
+    ),
+    DatasheetPeaks(
+        # https://www.nvidia.com/en-us/data-center/gb300-nvl72/ (GB300 NVL72 specifications, 72 GPUs).
+        "GB300", "NVIDIA GB300 288GB", "blackwell", (10, 3),
+        fp64=1.39, fp64_tensor=1.39, fp32=80.0, tf32=1250.0, fp16=2500.0, bf16=2500.0,
+        fp8=5000.0, int8=165.0, bandwidth_tbps=8.0, memory_gb=288, sm_count=160,
+        boost_clock_mhz=1907, simt_clock_mhz=1953,
+        source="NVIDIA GB300 NVL72 specifications (nvidia.com/en-us/data-center/gb300-nvl72), per GPU of 72, "
+        "sparse halved",
+        notes="The Blackwell Ultra GPU of a Grace Blackwell Ultra superchip: rack figures / 72 (1080 PFLOPS dense "
+        "FP4, 720 sparse FP8/FP6, 360 sparse FP16/BF16, 180 sparse TF32, 5760 TFLOP/s FP32, 100 FP64, "
+        "576 TB/s HBM3e). INT8: 23 POPS sparse for 72 GPUs is 0.16 dense per GPU, a per-GPU table says 0.165: "
+        "the higher is kept. 160 SMs as reported; clocks implied by the figures. sm_103: no derived roof.",
+        fp6=5000.0, fp4=15000.0,
+    ),
+    DatasheetPeaks(
+        # https://www.nvidia.com/en-us/products/workstations/professional-desktop-gpus/rtx-pro-6000/
+        # (NVIDIA RTX PRO 6000 Blackwell Workstation Edition datasheet: 125 TFLOPS FP32, 4000 AI TOPS,
+        # 96 GB GDDR7, 1792 GB/s, 188 SMs / 24064 CUDA cores).
+        "RTX PRO 6000 Blackwell", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition 96GB", "blackwell", (12, 0),
+        fp64=_fp64_at(125.0, 64), fp64_tensor=None, fp32=125.0, tf32=250.0, fp16=500.0, bf16=500.0,
+        fp8=1000.0, int8=1000.0, bandwidth_tbps=1.792, memory_gb=96, sm_count=188,
+        boost_clock_mhz=2597, simt_clock_mhz=2597,
+        source="NVIDIA RTX PRO 6000 Blackwell Workstation Edition datasheet (125 TFLOPS FP32, 4000 AI TOPS)",
+        notes="Workstation part: FP32 accumulation at the full rate. NVIDIA prints only FP32 and AI TOPS (FP4, "
+        "sparse): FP4 is that figure halved, and FP6/FP8, FP16/BF16, TF32 and INT8 follow GB20x's per-SM "
+        "ratios (FP6 at the FP8 rate) at the clock the FP32 figure implies. FP64 1/64 of FP32. The Max-Q "
+        "Workstation Edition (300 W, lower clocks) is a different entry and is not listed.",
+        fp6=1000.0, fp4=2000.0,
+    ),
+    DatasheetPeaks(
+        # https://www.nvidia.com/en-us/data-center/rtx-pro-6000-blackwell-server-edition/
+        "RTX PRO 6000 Blackwell Server", "NVIDIA RTX PRO 6000 Blackwell Server Edition 96GB", "blackwell", (12, 0),
+        fp64=_fp64_at(125.0, 64), fp64_tensor=None, fp32=125.0, tf32=250.0, fp16=500.0, bf16=500.0,
+        fp8=1000.0, int8=1000.0, bandwidth_tbps=1.597, memory_gb=96, sm_count=188,
+        boost_clock_mhz=2597, simt_clock_mhz=2597,
+        source="NVIDIA RTX PRO 6000 Blackwell Server Edition datasheet (96 GB GDDR7 ECC, 1597 GB/s, 600 W)",
+        notes="Passively cooled server card of the same GB202 (188 SMs). Its GDDR7 runs slower (1597 GB/s). "
+        "Compute: the Workstation Edition's figures, which NVIDIA's server figures do not exceed (the same "
+        "die at no higher clock): an upper bound, so a floor on it stays a floor.",
+        fp6=1000.0, fp4=2000.0,
+    ),
+    DatasheetPeaks(
+        # https://www.nvidia.com/en-us/products/workstations/dgx-spark/ (1 PFLOP FP4 with sparsity,
+        # 128 GB LPDDR5x, 273 GB/s); Hot Chips 2025 GB10 talk as reported (31 TFLOPS FP32, 48 SMs):
+        # https://meterpreter.org/a-supercomputer-on-your-desk-nvidia-unveils-the-dgx-spark-ai-superchip
+        "GB10", "NVIDIA GB10 (DGX Spark)", "blackwell", (12, 1),
+        fp64=_fp64_at(31.0, 64), fp64_tensor=None, fp32=31.0, tf32=62.5, fp16=125.0, bf16=125.0,
+        fp8=250.0, int8=250.0, bandwidth_tbps=0.273, memory_gb=128, sm_count=48,
+        boost_clock_mhz=2543, simt_clock_mhz=2523,
+        source="NVIDIA DGX Spark product page (1 PFLOP FP4 sparse, 128 GB, 273 GB/s); FP32 from NVIDIA's Hot "
+        "Chips 2025 GB10 presentation",
+        notes="Estimated: NVIDIA publishes only FP4 (sparse) and FP32. FP4 is that figure halved; FP6/FP8, "
+        "FP16/BF16, TF32 and INT8 follow GB20x's per-SM ratios from it, at the full FP32-accumulate rate (if "
+        "GB10 halves it, as GeForce does, these are 2x high: a floor on them stays a floor). Memory is "
+        "LPDDR5x shared with the CPU. sm_121: no derived roof.",
+        fp6=250.0, fp4=500.0,
     ),
 )
 
@@ -388,6 +474,12 @@ _PATTERNS: dict[str, tuple[str, ...]] = {
     "RTX 5090": (r"(rtx )?5090( 32gb)?",),
     "B200": (r"b200( sxm6?)?( 180gb| 192gb)?",),
     "GB200": (r"gb200( 186gb)?",),
+    "B300": (r"b300( sxm6?)?( ac)?( 288gb| 270gb)?",),
+    "GB300": (r"gb300( 288gb| 279gb)?",),
+    # The Max-Q Workstation Edition ("... max q workstation edition") matches neither.
+    "RTX PRO 6000 Blackwell": (r"(rtx )?pro 6000( blackwell)?( workstation( edition)?)?( 96gb)?",),
+    "RTX PRO 6000 Blackwell Server": (r"(rtx )?pro 6000( blackwell)? server( edition)?( 96gb)?",),
+    "GB10": (r"gb10( dgx spark)?", r"dgx spark( gb10)?"),
 }
 assert set(_PATTERNS) == set(_BY_NAME), "every SKU needs patterns"
 _COMPILED = {key: tuple(re.compile(p) for p in pats) for key, pats in _PATTERNS.items()}

@@ -54,6 +54,13 @@ COMPUTE_UNITS: tuple[ComputeUnit, ...] = (
     ComputeUnit("fp8", "FP8", "FP8", "FP8 tensor cores", "FP8 tensor-core", True, "FP8"),
     ComputeUnit("int8", "INT8", "INT8", "INT8 tensor cores", "INT8 tensor-core", True, None),
 )
+#: Datasheet columns that no roof uses (no task dtype runs on them yet): Blackwell's FP6 and FP4
+#: tensor rates. Kept out of ``UNITS`` so that derived and measured peaks need no field for them;
+#: ``DatasheetPeaks.fp6``/``fp4`` hold them, ``as_dict()`` (``peaks --json``) shows them.
+DATASHEET_ONLY_UNITS: tuple[ComputeUnit, ...] = (
+    ComputeUnit("fp6", "FP6", "FP6", "FP6 tensor cores", "FP6 tensor-core", True, None),
+    ComputeUnit("fp4", "FP4", "FP4", "FP4 tensor cores", "FP4 tensor-core", True, None),
+)
 MEMORY_LEVELS: tuple[MemoryLevel, ...] = (
     MemoryLevel("hbm", "bandwidth_tbps", "HBM"),
     MemoryLevel("l2", "l2_bandwidth_tbps", "L2"),
