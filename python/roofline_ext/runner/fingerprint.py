@@ -31,6 +31,8 @@ itself as it runs (:func:`_benign`):
   (a counter: ``FakeTensorMode.cache_hits``) or was None before (a cache filled on first use), or
   an entry gained or rebound in a module-level container whose values are not callable (caches
   such as ``inspect.modulesbyfile``);
+* an attribute a function gains: torch marks the functions it meets (dynamo's
+  ``__dynamo_disable`` on ``torch.manual_seed``); one replaced or removed counts;
 * anything in a module imported after the fingerprint was taken (not in it: a module imported once
   behaves the same for the next task).
 
@@ -276,6 +278,8 @@ def _benign(space: _Space, key: Any, old: Any, new: Any) -> bool:
         return True  # a submodule imported lazily (None: one that failed to import, typing's)
     if old is _MISSING and key in _INTERPRETER_CACHES and space.kind in ("module", "class"):
         return True
+    if space.kind == "function" and old is _MISSING:
+        return True  # torch marks functions as it meets them (dynamo's __dynamo_disable, say)
     if space.own or _behaves(old) or _behaves(new):
         return False
     if space.kind == "container":

@@ -31,7 +31,8 @@
 
 * A lost fork server (a task killed it) is started again and the batch goes on: the jobs that
   were running when it went are run again one at a time, so the one that takes the server down
-  fails alone (``crash``); after :data:`MAX_SERVER_RESTARTS` losses the run stops with the reason.
+  fails alone (``crash``); after :data:`MAX_SERVER_RESTARTS` losses with no job finished in between
+  the run stops with the reason.
 * The runner never blocks on the control socket: what it sends the server waits in an outbox
   until the socket has room, while the runner goes on reading the server's messages. (Blocking
   sends deadlocked with ``--jobs 1000``: both sides sending, neither reading.)
@@ -64,7 +65,7 @@ from .jobs import CPU_BACKEND, GPU_BACKEND
 
 OUTPUT_LIMIT = 64 << 10  # bytes of a task's output kept per job (the tail)
 _EOF_GRACE_S = 2.0  # how long a worker that closed its channel may take to exit before it is killed
-MAX_SERVER_RESTARTS = 3
+MAX_SERVER_RESTARTS = 3  # losses of the server in a row with no job finished in between
 # What one counting worker may need beyond what it shares with the server: its private pages
 # after counting a large KernelBench task, measured (docs/runner.md), with room to spare.
 WORKER_BYTES = 512 << 20
@@ -290,6 +291,7 @@ class Pool:
                 out = self._done.popleft()
                 if id(out.job) in self._outstanding:  # not cancelled meanwhile
                     self._outstanding.discard(id(out.job))
+                    self._restarts = 0  # a job finished: the server's losses so far made progress
                     yield out
 
     def prestart(self, devices: Iterable[int]) -> None:
@@ -423,7 +425,8 @@ class Pool:
     def _poll(self, timeout: float) -> None:
         for key, events in self._sel.select(timeout=timeout):
             if key.data is not None:
-                self._on_readable(key.data)
+                if not key.data.closed:  # not retired by an earlier event of this round
+                    self._on_readable(key.data)
             elif key.fileobj is self._ctl:  # not a control socket replaced meanwhile
                 if events & selectors.EVENT_WRITE:
                     self._flush_control()
@@ -483,12 +486,12 @@ class Pool:
         if not self._ready:
             raise UserError(f"the worker server stopped before it was ready: {why}")
         running = [w.job for w in self._workers.values() if w.job is not None and not w.closed]
+        # Only a job that ran alone can be blamed: one that ran beside others runs again alone first.
         culprit = self._suspect if self._suspect is not None and self._suspect in running else None
-        if culprit is None and len(running) == 1:
-            culprit = running[0]
         self._restarts += 1
         if self._restarts > MAX_SERVER_RESTARTS:
-            raise UserError(f"the worker server stopped {self._restarts} times; the last time: {why}")
+            raise UserError(f"the worker server stopped {self._restarts} times with no job finished in "
+                            f"between; the last time: {why}")
         for w in list(self._workers.values()):
             job, w.job = w.job, None
             if job is None or w.closed:
