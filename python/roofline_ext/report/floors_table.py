@@ -71,7 +71,12 @@ def _row(result: Mapping[str, Any], gpu: FloorGpu) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys(COLUMNS)
     row.update(task=result.get("task"), gpu=gpu.label)
     if result.get("status") != "ok":
-        row.update(status="error", error=" ".join(str(result.get("error") or "failed").split()))
+        # the task's path as this run was given it would make the table depend on the folder it
+        # was run from: the error names the task instead
+        error = " ".join(str(result.get("error") or "failed").split())
+        if result.get("path"):
+            error = error.replace(str(result["path"]), f"{result.get('task')}.py")
+        row.update(status="error", error=error)
         return row
     reads = int(result["input_bytes"]) + int(result["param_bytes"])
     writes = int(result["output_bytes"])
@@ -111,7 +116,10 @@ def table_document(rows: Sequence[Mapping[str, Any]], *, counter_version: str, g
 
 
 def to_json(document: Mapping[str, Any]) -> str:
-    return dumps(document, indent=1) + "\n"
+    """The document with one row per line: small, and a change of one task is a change of its lines."""
+    head = {k: v for k, v in document.items() if k != "rows"}
+    rows = ",\n".join(dumps(r) for r in document.get("rows") or ())
+    return dumps(head, indent=1)[:-2] + ',\n "rows": [\n' + rows + "\n ]\n}\n"
 
 
 def to_csv(rows: Sequence[Mapping[str, Any]], counter_version: str) -> str:
