@@ -90,14 +90,16 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--kernelbench", type=Path)
-    ap.add_argument("--trials", type=int, default=100)
+    ap.add_argument("--trials", type=int, default=100, help="timed trials per candidate of the suite")
+    ap.add_argument("--kb-trials", type=int, default=100, help="timed trials per task of KernelBench (its default)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   "suite": suite(tmp, a.trials)}
+        Path(a.out).write_text(json.dumps(result, indent=1) + "\n")  # kept if the second part is cut short
         if a.kernelbench:
-            result["kernelbench_level1_honest"] = kernelbench(a.kernelbench, tmp, a.trials)
+            result["kernelbench_level1_honest"] = kernelbench(a.kernelbench, tmp, a.kb_trials)
     Path(a.out).write_text(json.dumps(result, indent=1) + "\n")
     s = result["suite"]
     print(f"judge suite: {s['cheats_refused']}/{s['cheats']} cheats refused, {s['honest_correct']}/{s['honest']} "

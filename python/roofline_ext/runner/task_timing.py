@@ -13,7 +13,6 @@ costs only its own job), and ``--isolation process`` runs
 """
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any, Callable
 from ..device.status import require_measurement
 from ..measure.timing import DEFAULT_SEED, DEFAULT_TRIALS, DEFAULT_WARMUP, L2Flush, _torch, time_callable
 from ..peaks.units import TOLERANCES, task_dtype_name
-from ..tasks.loading import TaskError, load_task
+from ..tasks.loading import TaskError, exec_source_module, load_task
 
 
 def _cast(obj, device, dtype):
@@ -83,18 +82,16 @@ def _load_candidate(path: str | Path) -> tuple[type, Callable[[], None]]:
     except TaskError as exc:
         if exc.kind not in ("no-model", "no-get-inputs") or "ModelNew" in str(exc):
             raise
-    # A candidate-only file: import it plainly; errors become one line, like a task's.
+    # A candidate-only file: run it from its source (no bytecode read or written, as for tasks);
+    # errors become one line, like a task's.
     p = Path(path)
     name = f"_roofline_candidate_{next(_candidates)}_{p.stem}"
-    spec = importlib.util.spec_from_file_location(name, str(p))
-    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[name] = mod
 
     def unload() -> None:
         sys.modules.pop(name, None)
 
     try:
-        spec.loader.exec_module(mod)  # type: ignore[union-attr]
+        mod = exec_source_module(p, name)
     except KeyboardInterrupt:
         unload()
         raise
