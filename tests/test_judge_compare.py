@@ -158,3 +158,53 @@ def test_the_guard_sees_a_new_thread(monkeypatch):
         stop.set()
         t.join()
     assert guard.check("now") == []
+
+
+# --- the all-stream rule (the GPU half runs in tests/test_judge_gpu.py) ------------------------------
+
+class _FakeGpu:
+    """``fn()`` queues ``work_s`` of GPU work and returns at once; ``synchronize`` waits it out."""
+
+    def __init__(self, work_s: float) -> None:
+        self.work_s, self.pending = work_s, 0.0
+
+    def fn(self) -> None:
+        self.pending = self.work_s
+
+    def synchronize(self, device=None) -> None:
+        import time
+
+        time.sleep(self.pending)
+        self.pending = 0.0
+
+
+def _streams(monkeypatch, gpu, work_s: float):
+    import roofline_ext.judge.streams as streams
+
+    fake = _FakeGpu(work_s)
+    monkeypatch.setattr(torch.cuda, "synchronize", fake.synchronize)
+    monkeypatch.setattr(streams, "_gpu_time_per_call", lambda fn, device: gpu)
+    return streams, fake.fn
+
+
+def test_unseen_gpu_work_is_invalid_when_the_profiler_confirms_it(monkeypatch):
+    streams, fn = _streams(monkeypatch, (2.0, 2), 0.002)  # 2 ms of GPU work, 10 us of events
+    check = streams.check_all_streams(fn, 0.01, 0)
+    assert not check.ok and check.gpu_ms == 2.0 and "2 stream(s)" in check.reason
+
+
+def test_wall_time_the_profiler_does_not_confirm_is_not_held_against_the_candidate(monkeypatch):
+    streams, fn = _streams(monkeypatch, (0.009, 1), 0.002)  # a host hiccup, not GPU work
+    assert streams.check_all_streams(fn, 0.01, 0).ok
+
+
+def test_work_the_events_saw_is_never_questioned(monkeypatch):
+    streams, fn = _streams(monkeypatch, None, 0.002)
+    assert streams.check_all_streams(fn, 2.5, 0).ok  # the events saw 2.5 ms: nothing unseen
+
+
+def test_without_a_profiler_only_a_large_wall_excess_is_invalid(monkeypatch):
+    streams, fn = _streams(monkeypatch, None, 0.003)
+    assert not streams.check_all_streams(fn, 0.01, 0).ok
+    streams, fn = _streams(monkeypatch, None, 0.0)
+    assert streams.check_all_streams(fn, 0.01, 0).ok
