@@ -53,6 +53,9 @@ def _child(req: dict) -> None:
             new = os.open(path, flags, 0o644)
             os.dup2(new, fd)
             os.close(new)
+        if req.get("close_stdout"):  # as `... >&-` starts a process: no descriptor 1, sys.stdout None
+            os.close(1)
+            sys.stdout = None  # type: ignore[assignment]
         sys.argv = ["roofline-ext", *req["args"]]
         from roofline_ext.cli.app import main
 
@@ -63,6 +66,8 @@ def _child(req: dict) -> None:
         traceback.print_exc()
         code = 1
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:
+            continue
         try:
             stream.flush()
         except Exception as exc:  # as the interpreter does at exit: exit 120

@@ -1084,6 +1084,22 @@ case("fleet-scheduler-unroutable", ["fleet", "--scheduler", "tcp://10.255.255.1:
 case("fleet-scheduler-unresolvable", ["fleet", "--scheduler", "tcp://no-such-host.invalid:8786", "--timeout", "1"],
      2, err="cannot reach the Dask scheduler", max_s=15)
 
+# --- names that rich would read as markup are printed as written -------------------------------------
+
+MARKUP = "[/bold][red]x[/]"  # an unbalanced closing tag: rich raises MarkupError on it
+MARKUP_FILE = "[red]x[blink]"  # the same without '/', for a file name: rich would take it as style
+case("markup-fleet-host", ["fleet", "--from", FLEET_IN], 4, (fleet_dir, doc_file(
+    f"{FLEET_IN}/check-gpu-node-01.json", CHECK_FIXTURE, _at("host", MARKUP))),
+    check=lambda ws, r: MARKUP in r.stdout or pytest.fail(r.stdout))
+case("markup-fleet-file-name", ["fleet", "--from", FLEET_IN], 4, (fleet_dir, write(f"{FLEET_IN}/{MARKUP_FILE}.json", "{")),
+     check=lambda ws, r: MARKUP_FILE in r.stdout or pytest.fail(r.stdout))
+case("markup-calibration-name", ["calibrate", "--show"], 0, (cached(H200_CACHE, _set("gpu.name", MARKUP)),),
+     check=lambda ws, r: MARKUP in r.stdout or pytest.fail(r.stdout))
+case("markup-task-name-batch-progress", ["analyze", "m"], 0, (write(f"m/{MARKUP_FILE}.py", GOOD), write("m/b.py", GOOD)),
+     check=lambda ws, r: MARKUP_FILE in r.stdout or pytest.fail(r.stdout))
+case("markup-task-name", ["analyze", f"{MARKUP_FILE}.py"], 0, (write(f"{MARKUP_FILE}.py", GOOD),),
+     check=lambda ws, r: MARKUP_FILE in r.stdout or pytest.fail(r.stdout))
+
 # --- stdout itself ------------------------------------------------------------------------------------
 
 case("stdout-is-a-full-device", ["peaks"], 2, (chardev("full", minor=7),), err="cannot write to stdout",
@@ -1158,8 +1174,9 @@ class Zygote:
                                       *(["--no-torch"] if no_torch else [])],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
 
-    def run(self, args: list[str], cwd: Path, env: dict, stdout: Path, stderr: Path) -> int:
-        req = {"args": args, "cwd": str(cwd), "env": env, "stdout": str(stdout), "stderr": str(stderr)}
+    def run(self, args: list[str], cwd: Path, env: dict, stdout: Path, stderr: Path, close_stdout: bool = False) -> int:
+        req = {"args": args, "cwd": str(cwd), "env": env, "stdout": str(stdout), "stderr": str(stderr),
+               "close_stdout": close_stdout}
         self.proc.stdin.write(json.dumps(req) + "\n")
         self.proc.stdin.flush()
         return json.loads(self.proc.stdout.readline())["code"]
@@ -1240,7 +1257,14 @@ def _run_process(c: Case, args: list[str], ws: Path, cache: Path, zygotes: dict)
     out = ws / c.stdout_to if c.stdout_to else ws.parent / "stdout.txt"
     err = ws.parent / "stderr.txt"
     limit = c.max_s or 90
-    if c.shell is not None:
+    if c.shell == ">&-" and not c.no_torch and not FRESH:
+        # Needs torch: forked with descriptor 1 closed instead of a fresh interpreter (2 s of import).
+        z = zygotes["torch"].get()
+        try:
+            code = z.run(args, ws, _env(cache), out, err, close_stdout=True)
+        finally:
+            zygotes["torch"].put(z)
+    elif c.shell is not None:
         # A fresh interpreter, as a shell starts it: `python -m roofline_ext ARGS <redirections>`.
         line = f'exec "{sys.executable}" -m roofline_ext "$@" >"{out}" 2>"{err}" {c.shell}'
         code = subprocess.run(["sh", "-c", line, "sh", *args], cwd=ws, env=_env(cache, c.env),
@@ -1329,7 +1353,8 @@ def outcomes(tmp_path_factory) -> dict[str, Outcome]:
     workers = max(2, min(8, os.cpu_count() or 1))
     zygotes: dict[str, queue.Queue] = {"torch": queue.Queue(), "no_torch": queue.Queue()}
     for kind, q in zygotes.items():
-        for _ in range(0 if FRESH else workers):
+        # One with torch (2 s to start, and few cases need it), one per worker without.
+        for _ in range(0 if FRESH else 1 if kind == "torch" else workers):
             q.put(Zygote(BASE_ENV, no_torch=kind == "no_torch"))
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -1464,3 +1489,74 @@ def test_cache_validation_bounds_every_peak(edit, ok):
     cal = json.loads(FIXTURE_CALIBRATION.read_text())
     edit(cal)
     assert (validate(cal) is None) is ok, validate(cal)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The public Python API (roofline_ext/__init__.py): a bad argument is one of the package's own
+# exceptions, never a TypeError from deep inside and never an infinite figure.
+# ---------------------------------------------------------------------------------------------------
+
+def _api_calls():
+    import roofline_ext as rx
+
+    h100 = lambda f, b, t=None: rx.roofline(f, b, "fp32", "H100", t)  # noqa: E731
+    return {
+        "roofline-negative-flops": lambda: h100(-1, 10),
+        "roofline-nan-flops": lambda: h100(float("nan"), 10),
+        "roofline-string-flops": lambda: h100("a", 10),
+        "roofline-negative-bytes": lambda: h100(1, -10),
+        "roofline-nan-bytes": lambda: h100(1, float("nan")),
+        "roofline-bad-dtype": lambda: rx.roofline(1, 1, "bogus", "H100", None),
+        "roofline-negative-t-ref": lambda: h100(1e9, 1e6, -1),
+        "roofline-nan-t-ref": lambda: h100(1e9, 1e6, float("nan")),
+        "roofline-infinite-flops": lambda: h100(float("inf"), 10),
+        "roofline-infinite-bytes": lambda: h100(1e9, float("inf")),
+        "roofline-result-bad-dtype": lambda: rx.roofline_result(1, 1, "bogus", "H100", None),
+        "lookup-a-number": lambda: rx.lookup(3),
+        "derived-peaks-a-string-cc": lambda: rx.derived_peaks("x", 0, 132, 1980, 3201, 6016),
+        "count-task-none": lambda: rx.count_task(None),
+        "count-task-missing": lambda: rx.count_task("/nonexistent/task.py"),
+        "load-task-a-folder": lambda: rx.load_task(str(ROOT / "tests")),
+        "load-task-missing": lambda: rx.load_task("/nonexistent/task.py"),
+        "analyze-task-missing": lambda: rx.analyze_task("/nonexistent/task.py", "H100"),
+        "analyze-task-unknown-gpu": lambda: rx.analyze_task(str(ROOT / "README.md"), "Z9000"),
+        "describe-a-number": lambda: rx.describe(3, "H100"),
+        "describe-an-empty-mapping": lambda: rx.describe({}, "H100"),
+        "describe-a-bad-gpu": lambda: rx.describe(None, 3),
+        "attach-ops-none": lambda: rx.attach_ops(None, None),
+        "measure-bandwidth-bad-device": lambda: rx.measure_bandwidth("x"),
+        "measure-compute-bad-device": lambda: rx.measure_compute("x"),
+        "calibrate-bad-device": lambda: rx.calibrate(-1),
+    }
+
+
+#: Calls that still raise another exception or return infinity, in modules this suite's owners do not
+#: own (model/, peaks/datasheet.py, peaks/derived.py, tasks/): strict, so a fix turns them green.
+API_NOT_YET = {
+    "roofline-infinite-flops": "model/floors.py returns t_min_ms = inf for flops = inf",
+    "roofline-infinite-bytes": "model/floors.py takes bytes = inf",
+    "lookup-a-number": "peaks/datasheet.py raises TypeError",
+    "derived-peaks-a-string-cc": "peaks/derived.py raises ValueError",
+    "count-task-none": "tasks/counting.py raises TypeError",
+    "attach-ops-none": "model/ops.py raises AttributeError",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_api_calls()))
+def test_public_api_bad_arguments(name: str, request) -> None:
+    import math
+
+    from roofline_ext.errors import RooflineError
+
+    if name in API_NOT_YET:
+        request.applymarker(pytest.mark.xfail(reason=API_NOT_YET[name], strict=True))
+    t0 = time.monotonic()
+    try:
+        value = _api_calls()[name]()
+    except RooflineError as exc:
+        assert str(exc) and "\n" not in str(exc), repr(exc)  # one line, with its reason
+        return
+    finally:
+        assert time.monotonic() - t0 < 30
+    figures = value.values() if isinstance(value, dict) else [getattr(value, "t_min_ms", None)]
+    assert not any(isinstance(v, float) and math.isinf(v) for v in figures), value

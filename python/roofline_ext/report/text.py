@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..errors import UserError
 from ..model.floors import IMPOSSIBLE_MESSAGE, ROOF_NAMES
 from ..peaks.datasheet import DatasheetPeaks
 from ..peaks.units import UNIT
@@ -41,6 +42,17 @@ def describe(r: Mapping[str, Any] | None, gpu: str | DatasheetPeaks | None = Non
     the sentence (default: the name the result was computed for). ``why_none``: why ``r`` is None,
     when the caller knows (a task that moves no bytes is not a GPU missing from the table).
     """
+    if gpu is not None and not isinstance(gpu, (str, DatasheetPeaks)):
+        raise UserError(f"describe(): gpu must be a name or DatasheetPeaks, not {type(gpu).__name__}")
+    if r is not None and not isinstance(r, Mapping):
+        raise UserError(f"describe() takes a roofline() result (a mapping) or None, not {type(r).__name__}")
+    try:
+        return _describe(r, gpu, why_none)
+    except (KeyError, TypeError, AttributeError) as exc:  # a mapping that is no roofline() result
+        raise UserError(f"describe(): not a roofline() result ({type(exc).__name__}: {exc})") from None
+
+
+def _describe(r: Mapping[str, Any] | None, gpu: str | DatasheetPeaks | None, why_none: str | None) -> str:
     name = gpu.full_name if isinstance(gpu, DatasheetPeaks) else gpu
     if r is None:
         who = f" for {name}" if name else ""

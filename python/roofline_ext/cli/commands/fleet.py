@@ -36,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _print(doc: Mapping[str, Any]) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from ...report.fleet_table import gpu_rows, sku_rows
@@ -43,11 +44,12 @@ def _print(doc: Mapping[str, Any]) -> None:
 
     console = _console()
     summary = doc["summary"]
-    table = Table(title=f"Fleet: {len(summary['gpus'])} result(s) from {doc['source']}", title_justify="left")
+    # Host names, SKUs and file names are the results' text: printed as written, never read as markup.
+    table = Table(title=escape(f"Fleet: {len(summary['gpus'])} result(s) from {doc['source']}"), title_justify="left")
     for col in ("sku", "metric", "n", "median", "min", "max", "spread", "stragglers"):
         table.add_column(col, justify="left" if col in ("sku", "metric") else "right")
     for r in sku_rows(summary):
-        table.add_row(*(r[c] for c in ("sku", "metric", "n", "median", "min", "max", "spread", "stragglers")))
+        table.add_row(*(escape(r[c]) for c in ("sku", "metric", "n", "median", "min", "max", "spread", "stragglers")))
     console.print(table)
     gpus = Table(title=f"GPUs (stragglers: below {summary['straggler_fraction']:.0%} of the SKU median)",
                  title_justify="left")
@@ -55,10 +57,10 @@ def _print(doc: Mapping[str, Any]) -> None:
     for col in cols:
         gpus.add_column(col)
     for r in gpu_rows(summary):
-        gpus.add_row(*(r[c] for c in cols))
+        gpus.add_row(*(escape(r[c]) for c in cols))
     console.print(gpus)
     for line in summary.get("ignored") or []:
-        console.print(f"ignored: {line}", style="dim")
+        console.print(escape(f"ignored: {line}"), style="dim")
     if doc.get("overhead_s") is not None:
         print(f"fleet: {doc['wall_s']:.1f} s wall, {doc['critical_path_s']:.1f} s the longest chain of checks, "
               f"{doc['overhead_s']:.1f} s added by the fleet")
