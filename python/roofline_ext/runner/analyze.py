@@ -225,6 +225,7 @@ def analyze_task(
         "status": "ok",
         "model": counts.model,
         "has_model_new": counts.has_model_new,
+        "mode": counts.mode,  # the mode the model was counted in (docs/counting.md)
         "flops": counts.flops,
         "simt_flops": counts.simt_flops,
         "total_flops": counts.total_flops,

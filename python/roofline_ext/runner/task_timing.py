@@ -133,7 +133,9 @@ def _build(task, cls, init: list, dev, tdtype, seed: int, what: str):
     def to_device(m):
         return m.to(dev) if tdtype is None else m.to(dev, tdtype)
 
-    return task.call(to_device, f"{what}.to(cuda)", "init", model).eval()
+    model = task.call(to_device, f"{what}.to(cuda)", "init", model)
+    # The mode the task was counted in (docs/counting.md, "Mode"): eval unless it sets TRAINING = True.
+    return model.train() if vars(task.module).get("TRAINING") is True else model.eval()
 
 
 def make_inputs(task, dev, tdtype, seed: int, placement: str = "auto") -> tuple[list, str]:
