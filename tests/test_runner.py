@@ -48,9 +48,15 @@ def _batch(capsys, folder: Path, out: Path, *extra) -> tuple[int, dict, str]:
 
 # --- the pool ----------------------------------------------------------------------------------------
 
+def test_count_jobs_run_in_fresh_workers_by_default():
+    with Pool(2) as pool:
+        pids = [o.value for o in pool.run(Job(i, "os:getpid", {}, 60) for i in range(4))]
+    assert len(set(pids)) == 4 and not pool.replacements
+
+
 def test_count_jobs_run_in_reused_workers(tmp_path):
     paths = good_tasks(tmp_path, names=("a", "b", "c"), sizes=(8, 16, 24))
-    with Pool(2) as pool:
+    with Pool(2, reuse_counting=True) as pool:
         outs = list(pool.run(Job(i, jobs.COUNT, {"path": str(p)}, 60) for i, p in enumerate(paths)))
         pids = [o.value for o in pool.run(Job(i, "os:getpid", {}, 60) for i in range(6))]
     assert sorted(o.job.key for o in outs) == [0, 1, 2] and all(o.ok for o in outs)
@@ -68,7 +74,7 @@ def test_fresh_gives_every_job_a_worker_of_its_own():
 def test_counting_worker_is_replaced_after_a_task_that_changed_it(tmp_path):
     good = good_tasks(tmp_path, names=("g",), sizes=(8,))[0]
     chdir = misbehaving_tasks(tmp_path, ("chdir",))[0]
-    with Pool(1) as pool:
+    with Pool(1, reuse_counting=True) as pool:
         outs = [o for path in (good, chdir, good) for o in pool.run([Job(0, jobs.COUNT, {"path": str(path)}, 60)])]
         pids = [o.value for o in pool.run([Job(0, "os:getpid", {}, 60)])]
     assert [o.ok for o in outs] == [True, True, True]

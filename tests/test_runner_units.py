@@ -120,7 +120,7 @@ def test_batch_summary_figures():
     rows = {(r["figure"], r["roof"]): r["value"] for r in csv.DictReader(io.StringIO(summary_csv(s)))}
     assert rows[("candidates_correct", "")] == "2" and rows[("score_median", "measured")] == ""
     table = summary_table(s)
-    assert "4: 2 correct, 1 incorrect, 1 failed" in table and "2.83x" in table and "0.700" in table
+    assert "4: 2 correct, 1 incorrect, 0 invalid, 1 failed" in table and "2.83x" in table and "0.700" in table
 
 
 def test_writer_keeps_task_order_for_results_that_finish_out_of_order(tmp_path):

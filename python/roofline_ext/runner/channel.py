@@ -126,7 +126,9 @@ def _bind_reply_encoder() -> Callable[[dict[str, Any]], bytes]:
     """
     from json import encoder
 
-    make, escape, text, join, to_bytes = encoder.c_make_encoder, encoder.c_encode_basestring_ascii, str, "".join, str.encode
+    make = getattr(encoder, "c_make_encoder", None)  # None without the C accelerator
+    escape = getattr(encoder, "c_encode_basestring_ascii", None)
+    text, join, to_bytes = str, "".join, str.encode
     if make is None or escape is None:  # a Python built without the accelerator: the class, bound now
         encode = json.JSONEncoder(default=text).encode
         return lambda reply: to_bytes(encode(reply))

@@ -128,7 +128,7 @@ class Fingerprint:
 
     chunks: list[_Chunk] = field(default_factory=list)
     functions: list[tuple[str, Any]] = field(default_factory=list)  # (label, function)
-    parts: list[tuple] = field(default_factory=list)  # per function: code, defaults, kwdefaults, dict
+    parts: list[list[Any]] = field(default_factory=list)  # code, defaults, kwdefaults, dict: one list each
     cells: list[tuple[str, Any, Any]] = field(default_factory=list)  # (label, cell, its callable)
     cell_objects: list[Any] = field(default_factory=list)
     cell_values: list[Any] = field(default_factory=list)

@@ -96,7 +96,7 @@ def capped_jobs(requested: int | None, tasks: int, available: int | None = None)
     n = max(1, min(want, tasks, by_memory))
     if n >= want:
         return n, None
-    if n == by_memory and by_memory < min(want, tasks):
+    if available and n == by_memory and by_memory < min(want, tasks):
         why = (f"what memory allows: {available / 2**30:.1f} GiB available, "
                f"{WORKER_BYTES >> 20} MiB per worker")
     elif requested is None:
