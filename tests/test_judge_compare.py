@@ -208,3 +208,13 @@ def test_without_a_profiler_only_a_large_wall_excess_is_invalid(monkeypatch):
     assert not streams.check_all_streams(fn, 0.01, 0).ok
     streams, fn = _streams(monkeypatch, None, 0.0)
     assert streams.check_all_streams(fn, 0.01, 0).ok
+
+
+def test_calls_on_new_values_far_slower_than_the_rest_mean_replays():
+    from roofline_ext.judge.protocol import replay_evidence
+
+    timing = {"median_ms": 0.50, "p90_ms": 0.52}
+    assert replay_evidence([2.7, 2.8], timing) is not None          # a cache that hits except on new values
+    assert replay_evidence([0.51, 0.55], timing) is None            # an honest kernel: the same time
+    assert replay_evidence([0.51, 3.0], timing) is None             # one slow outlier is not evidence
+    assert replay_evidence([], timing) is None                      # no GPU events (the CPU judge)

@@ -34,7 +34,11 @@ from .compare import Comparison, compare_outputs, flatten
 from .guard import Guard, candidate_code, digest
 from .streams import check_all_streams
 
-TIMED_CHECKS = 2
+TIMED_CHECKS = 3
+TIMED_KINDS = ("fresh", "in-place", "in-place")
+# A call on fresh values in place that takes this much longer than the timed calls' p90 (and 10 us
+# more) means the other timed calls did less work: they replayed something computed before.
+_REPLAY_FACTOR, _REPLAY_MS = 2.0, 0.010
 
 
 def draw_seed() -> int:
@@ -51,6 +55,7 @@ class _Captured:
     digests: list[Any]
     frozen: list[Any] | None = None
     refusal: Comparison | None = None
+    events: tuple[Any, Any] | None = None  # around the checked call (in place, on a GPU): its own time
 
 
 @dataclass
@@ -197,24 +202,32 @@ class Judge:
         if not self._guarded("before timing"):
             return None
         picks = secrets.SystemRandom().sample(range(warmup, warmup + trials), min(TIMED_CHECKS, trials))
-        plan = dict(zip(picks, ("fresh", "in-place")))
+        plan = dict(zip(picks, TIMED_KINDS))
         state: dict[str, Any] = {"n": 0, "inputs": args, "pending": None}
         captured: list[_Captured] = []
 
         def before() -> None:
-            flush()
+            # The judge's own work first, the flush last: no trial starts with inputs the judge
+            # wrote still in L2.
             self._capture_pending(state)
             kind = plan.get(state["n"])
             if kind is not None:
                 cap = self._prepare(kind, state["n"], args, 1000 + len(captured), state)
                 captured.append(cap)
                 state["pending"] = cap
+            flush()
 
         def fn() -> Any:
             state["n"] += 1
+            cap = state["pending"]
+            if cap is None:
+                return candidate(*state["inputs"])
+            if cap.events is not None:
+                cap.events[0].record()
             out = candidate(*state["inputs"])
-            if state["pending"] is not None:
-                state["out"], state["inputs"] = out, args
+            if cap.events is not None:
+                cap.events[1].record()
+            state["out"], state["inputs"] = out, args
             return out
 
         with torch.no_grad(), candidate_code():
@@ -228,6 +241,12 @@ class Judge:
             if not self._judge_outputs(cap.frozen, cap.refusal, None, cap.pristine, cap.digests, [], label,
                                        defence_if_wrong="timed-output"):
                 return None
+        checked = [c.events[0].elapsed_time(c.events[1]) for c in captured if c.events is not None]
+        replay = replay_evidence(checked, timing)
+        if replay is not None:
+            self._invalid("timed-output", replay, checked_ms=checked, p90_ms=timing.get("p90_ms"),
+                          median_ms=timing.get("median_ms"))
+            return None
         return timing
 
     def _prepare(self, kind: str, trial: int, args: list[Any], k: int, state: dict[str, Any]) -> _Captured:
@@ -243,7 +262,10 @@ class Judge:
             state["inputs"] = fresh
         pristine = _clone(fresh)
         self._sync()
-        return _Captured(kind, trial, seed, pristine, _digests(pristine))
+        events = None
+        if kind == "in-place" and self.device.type == "cuda":
+            events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        return _Captured(kind, trial, seed, pristine, _digests(pristine), events=events)
 
     def _capture_pending(self, state: dict[str, Any]) -> None:
         cap = state.get("pending")
@@ -269,6 +291,21 @@ class Judge:
                           all_streams=check.to_dict())
             return False
         return self._guarded("after the all-stream check")
+
+
+def replay_evidence(checked_ms: list[float], timing: dict[str, Any]) -> str | None:
+    """Why the timed calls look like replays, or None: the calls on new values written in place
+    (same tensors, same addresses: an honest kernel takes as long as on any other trial) took far
+    longer than the timed calls' p90. The fastest such call is used, so one slow outlier is not
+    enough."""
+    p90 = timing.get("p90_ms")
+    if not checked_ms or not p90:
+        return None
+    fastest = min(checked_ms)
+    if fastest > _REPLAY_FACTOR * p90 + _REPLAY_MS:
+        return (f"the timed calls on new values took {fastest:.4g} ms, the other timed calls {p90:.4g} ms "
+                f"(p90): the timed calls reuse work done before instead of computing")
+    return None
 
 
 def _defence_of(change: str) -> str:
