@@ -500,7 +500,7 @@ def _batch_table(results: list[dict[str, Any]]) -> str:
 def _print_summary(summary: Mapping[str, Any], json_file: str | None, csv_file: str | None,
                    results: list[dict[str, Any]]) -> None:
     err = sys.stderr
-    written = [f for f in (json_file, csv_file) if f]
+    written = [f for f in (json_file, csv_file) if f and f != "-"]  # "-": on stdout, not a file
     where = f"; results in {' and '.join(written)}" if written else ""
     print(f"roofline-ext: analyzed {summary['total']} task(s): {summary['ok']} ok, "
           f"{summary['failed']} failed{where}", file=err)
