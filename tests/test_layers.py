@@ -161,3 +161,36 @@ def test_the_layer_test_catches_a_back_edge(tmp_path, monkeypatch):
     monkeypatch.setitem(MODULES, "roofline_ext.peaks.fake", fake)
     with pytest.raises(AssertionError, match="rank 1.*rank 9"):
         test_no_lower_layer_imports_a_higher_one()
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every elementary cycle's shortest witness, one per module on a cycle (a package and its own
+    modules are not a cycle: ``pkg/__init__`` importing ``pkg.mod`` is how packages are built)."""
+    out = []
+    for start in sorted(graph):
+        stack, seen = [(start, [start])], set()
+        while stack:
+            node, trail = stack.pop(0)
+            for nxt in sorted(graph.get(node, ())):
+                if nxt == start:
+                    out.append(trail + [start])
+                    stack = []
+                    break
+                if nxt not in seen and not start.startswith(nxt + ".") and not nxt.startswith(start + "."):
+                    seen.add(nxt)
+                    stack.append((nxt, trail + [nxt]))
+    return [c for c in out if not any(a.startswith(b + ".") or b.startswith(a + ".") for a, b in zip(c, c[1:]))]
+
+
+def test_no_import_cycles_at_any_level():
+    """Imports inside functions are edges too: a cycle that only a function-level import closes is
+    still two modules that cannot be understood apart (check/run <-> check/native was one)."""
+    graph = {m: {t for t, _, _ in _imports(m, p) if t in MODULES and t != m} for m, p in MODULES.items()}
+    cycles = _cycles(graph)
+    assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_cycle_check_can_fail():
+    assert _cycles({"roofline_ext.check.run": {"roofline_ext.check.native"},
+                    "roofline_ext.check.native": {"roofline_ext.check.run"}})
+    assert not _cycles({"roofline_ext.check": {"roofline_ext.check.run"}, "roofline_ext.check.run": {"roofline_ext.check"}})

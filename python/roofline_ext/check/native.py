@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, cast
 
-from .run import (COMPUTE_REPS, COMPUTE_TARGET_MS, COMPUTE_WARMUP, HBM_REPS, HBM_WARMUP, HOSTLINK_REPS,
+from .plan import (COMPUTE_REPS, COMPUTE_TARGET_MS, COMPUTE_WARMUP, HBM_REPS, HBM_WARMUP, HOSTLINK_REPS,
                   HOSTLINK_WARMUP, Measured)
 
 

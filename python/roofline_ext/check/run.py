@@ -23,120 +23,17 @@ from __future__ import annotations
 
 import datetime as _dt
 import time
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol
+from typing import Any, Mapping
 
 from ..errors import GpuUnavailableError, RooflineError, UserError
 from ..peaks.reference import CHECK_METRICS, HOSTLINK_FRACTION, METRIC_LABELS, reference_for
+from .plan import (COMPUTE_REPS, COMPUTE_TARGET_MS, COMPUTE_WARMUP, HBM_MIN_BYTES, HBM_REPS,  # noqa: F401 (re-exported)
+                   HBM_WARMUP, HOSTLINK_BYTES, HOSTLINK_REPS, HOSTLINK_WARMUP, ORDER, CheckBackend, CheckProgress,
+                   HBM_PATTERN, Measured, calibration_entries, compute_setup, hbm_buffer_bytes, hbm_config, plan)
 from .result import CheckReport, DeviceCheck
 from .state import situation_of, state_items
 from .tolerances import DEFAULT_TOLERANCES, spread_bound
 from .verdict import IDLE, MetricCheck, Situation, Verdict, failed_metric, judge_metric, summary_reason, worst
-
-#: Order of the measurements (BF16 first: it is the one most sensitive to a warm card).
-ORDER = ("bf16", "fp32", "hbm_read", "hbm_copy", "h2d", "d2h")
-HBM_MIN_BYTES = 2 << 30
-HBM_REPS, HBM_WARMUP = 10, 3
-COMPUTE_REPS, COMPUTE_WARMUP, COMPUTE_TARGET_MS = 10, 3, 2.0
-HOSTLINK_BYTES, HOSTLINK_REPS, HOSTLINK_WARMUP = 256 << 20, 10, 2
-_HBM_PATTERN = {"hbm_read": "read", "hbm_copy": "copy"}
-_PATH_PREFERENCE = ("wgmma", "mma.sync", "simt")  # fastest first, where a GPU has several
-
-
-@dataclass(frozen=True)
-class Measured:
-    """What a backend's measurement gives the check: the figure and how it was reached."""
-
-    value: float
-    cv: float | None
-    detail: Mapping[str, Any] = field(default_factory=dict)
-    telemetry: Mapping[str, Any] | None = None
-
-
-class CheckProgress(Protocol):
-    """What a check reports while it runs (report/check_table.py draws it with the progress bar)."""
-
-    def plan(self, total: int) -> None:
-        """``total`` steps to come: every metric of every GPU, skipped ones included."""
-
-    def start(self, name: str) -> None: ...
-    def advance(self, name: str) -> None: ...
-
-
-class CheckBackend(Protocol):
-    """The calls a check makes; :class:`~roofline_ext.check.native.NativeCheckBackend` is the real one."""
-
-    def availability(self) -> Any: ...
-    def devices(self) -> list[Any]: ...
-    def health(self, dev: Any) -> Any: ...
-    def calibration(self, dev: Any) -> Mapping[str, Any] | None: ...
-    def compute_paths(self, index: int) -> Mapping[str, Mapping[str, Mapping[str, Any]]]: ...
-    def free_bytes(self, index: int) -> int | None: ...
-    def measure(self, index: int, metric: str, setup: Mapping[str, Any]) -> Measured: ...
-    def package_version(self) -> str: ...
-
-
-# --- what to measure (pure) ------------------------------------------------------------------------
-
-def hbm_buffer_bytes(l2_bytes: int | None, free_bytes: int | None) -> int:
-    """max(8 x L2, 2 GiB) per buffer, capped so a copy's two buffers fit with a margin; whole MiB."""
-    want = max(8 * (l2_bytes or 0), HBM_MIN_BYTES)
-    if free_bytes:
-        margin = max(512 << 20, int(free_bytes * 0.05))
-        want = min(want, max(0, free_bytes - margin) // 2)
-    size = (want >> 20) << 20
-    if size <= 0:
-        raise UserError(f"too little free device memory ({free_bytes} bytes) for the HBM check")
-    return size
-
-
-def _entries(cal: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return ((cal or {}).get("burst") or {}).get("entries") or {}
-
-
-def hbm_config(cal: Mapping[str, Any] | None, pattern: str) -> dict[str, Any]:
-    """The calibration's winning configuration of ``pattern``, else the default list's first."""
-    from ..measure.bandwidth import CONFIG_KEYS, DEFAULT_CONFIGS
-
-    hbm = _entries(cal).get("hbm") or {}
-    cfg = ((hbm.get("patterns") or {}).get(pattern) or {}).get("config")
-    if not cfg and hbm.get("path") == pattern:
-        cfg = hbm.get("config")
-    cfg = cfg or DEFAULT_CONFIGS[pattern][0]
-    return {k: v for k, v in dict(cfg).items() if k in CONFIG_KEYS}
-
-
-def compute_setup(cal: Mapping[str, Any] | None, precision: str,
-                  caps: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | str:
-    """The path and kernel configuration to run ``precision`` with, or why it cannot run here."""
-    supported = [p for p, c in (caps.get(precision) or {}).items() if c.get("supported")]
-    if not supported:
-        reasons = "; ".join(f"{p}: {c.get('reason')}" for p, c in (caps.get(precision) or {}).items())
-        return reasons or f"this build reports no path for {precision}"
-    entry = _entries(cal).get(precision) or {}
-    if entry.get("path") in supported:
-        return {"precision": precision, "path": entry["path"], "config": dict(entry.get("config") or {})}
-    path = next(p for p in _PATH_PREFERENCE if p in supported)
-    return {"precision": precision, "path": path, "config": {}}
-
-
-def plan(dev: Any, cal: Mapping[str, Any] | None, caps: Mapping[str, Any], free: int | None
-         ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """Setups per metric and the metrics that cannot run on this GPU (with the reason)."""
-    setups: dict[str, dict[str, Any]] = {}
-    skipped: dict[str, str] = {}
-    for prec in ("bf16", "fp32"):
-        s = compute_setup(cal, prec, caps)
-        if isinstance(s, str):
-            skipped[prec] = s
-        else:
-            setups[prec] = s
-    size = hbm_buffer_bytes(getattr(dev, "l2_bytes", None), free)
-    for metric, pattern in _HBM_PATTERN.items():
-        setups[metric] = {"pattern": pattern, "config": hbm_config(cal, pattern), "buffer_bytes": size}
-    for metric in ("h2d", "d2h"):
-        setups[metric] = {"bytes": HOSTLINK_BYTES}
-    return {m: setups[m] for m in ORDER if m in setups}, skipped
 
 
 # --- what to compare with (pure) ---------------------------------------------------------------
@@ -147,14 +44,14 @@ def calibrated_value(cal: Mapping[str, Any] | None, metric: str) -> float | None
         return None
     if metric in ("h2d", "d2h"):
         return _positive(((cal.get("hostlink") or {}).get(metric) or {}).get("value"))
-    if metric in _HBM_PATTERN:
-        hbm = _entries(cal).get("hbm") or {}
-        pattern = _HBM_PATTERN[metric]
+    if metric in HBM_PATTERN:
+        hbm = calibration_entries(cal).get("hbm") or {}
+        pattern = HBM_PATTERN[metric]
         p = (hbm.get("patterns") or {}).get(pattern) or {}
         if p.get("tbps"):
             return _positive(p["tbps"])
         return _positive(hbm.get("value")) if hbm.get("path") == pattern else None
-    return _positive((_entries(cal).get(metric) or {}).get("value"))
+    return _positive((calibration_entries(cal).get(metric) or {}).get("value"))
 
 
 def _positive(v: Any) -> float | None:
