@@ -1,7 +1,8 @@
 """The CPU side of a counting worker: nothing to set up, and memory checked after every task.
 
-A counting worker is reused from task to task (:mod:`roofline_ext.runner.worker`); the process
-state a task could change is compared in :mod:`roofline_ext.runner.state`. What is left here is
+A counting worker gets one task and exits, unless the pool reuses counting workers
+(``Pool(reuse_counting=True)``); then the process state a task could change is compared in
+:mod:`roofline_ext.runner.state`. What is left here is
 memory: a task that keeps large tensors alive (in a cache of some module, say) would make every
 later task in the worker run with less, so a worker that has grown by more than
 :data:`GROWTH_LIMIT_BYTES` since it started is replaced.

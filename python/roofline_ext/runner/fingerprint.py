@@ -33,6 +33,8 @@ itself as it runs (:func:`_benign`):
   such as ``inspect.modulesbyfile``);
 * an attribute a function gains: torch marks the functions it meets (dynamo's
   ``__dynamo_disable`` on ``torch.manual_seed``); one replaced or removed counts;
+* what the interpreter caches in a namespace (``__warningregistry__``, ``__slotnames__``), and
+  what the worker's own reset rebinds after every job (:meth:`Fingerprint.settle`);
 * anything in a module imported after the fingerprint was taken (not in it: a module imported once
   behaves the same for the next task).
 
@@ -274,8 +276,8 @@ def _behaves(value: Any) -> bool:
 
 def _benign(space: _Space, key: Any, old: Any, new: Any) -> bool:
     """Whether a difference is one a module makes to itself as it runs (see the module's docs)."""
-    if old is _MISSING and (isinstance(new, types.ModuleType) or space.kind == "module" and new is None):
-        return True  # a submodule imported lazily (None: one that failed to import, typing's)
+    if old is _MISSING and isinstance(new, types.ModuleType):
+        return True  # a submodule imported lazily
     if old is _MISSING and key in _INTERPRETER_CACHES and space.kind in ("module", "class"):
         return True
     if space.kind == "function" and old is _MISSING:

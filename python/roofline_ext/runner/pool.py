@@ -176,7 +176,9 @@ class Pool:
 
     ``jobs``: CPU jobs at once (default: all cores). ``backend``: the module whose ``setup(device)``
     and ``cleanup(device)`` a timing worker calls (:mod:`.gpu_backend`; tests pass a CPU stand-in);
-    ``cpu_backend`` the same for counting workers. ``fresh``: a new worker for every job.
+    ``cpu_backend`` the same for reused counting workers. ``fresh``: a new worker for every job.
+    ``reuse_counting``: ``jobs`` reused counting workers, checked after every job as timing workers
+    are, instead of a fresh worker per CPU job (the default: docs/runner.md says why).
     ``warm_up``: count a built-in task in the server first (pays off from the second task on).
     ``compile_warm_up``: ``"module:function"`` each timing worker calls with its device after its
     setup, before its snapshot (:func:`.compiling.warm_up`); it also gives the run its own compile
