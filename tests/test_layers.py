@@ -17,7 +17,7 @@ PKG = Path(__file__).resolve().parents[1] / "python" / "roofline_ext"
 
 #: Lowest first. Modules at the package root that are not listed belong to no layer (rank 0).
 RANKS = {
-    "errors": 0, "_version": 0, "_core": 0,
+    "errors": 0, "_version": 0, "_core": 0, "timestamps": 0,
     "peaks": 1, "device": 2, "measure": 3, "calibration": 4, "check": 4.5, "tasks": 5, "model": 6,
     "judge": 6.5, "report": 7, "runner": 8, "cli": 9,
 }

@@ -32,13 +32,13 @@ burst and sustained); this module only plans the runs, reads telemetry and decid
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import json
 import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from ..timestamps import utc_now
 from ..peaks.cache import SCHEMA_VERSION
 from ..peaks.datasheet import lookup
 from ..peaks.derived import clock_derived_bandwidth, clock_derived_peak
@@ -72,10 +72,6 @@ _SUSTAIN_OVERHEAD_S = 3.0
 _END_MARGIN_S = 10.0
 #: Entries beside the roofs of ENTRY_KEYS: measured and cached, but not (yet) peaks the model reads.
 EXTRA_ENTRY_KEYS = ("hbm_mix", "smem")
-
-
-def _now_iso() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
 class _Steps:
@@ -526,7 +522,7 @@ def _document(run: _Run, avail: Any, state: dict[str, Any], end_state: dict[str,
         "schema_version": SCHEMA_VERSION,
         "kind": "roofline_ext.calibration",
         "mode": "quick" if run.quick else "full",
-        "date": _now_iso(),
+        "date": utc_now(),
         "package_version": __version__,
         "driver_version": dev.driver_version,
         "cuda_driver_version": dev.cuda_driver_version,

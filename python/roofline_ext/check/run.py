@@ -21,10 +21,10 @@ What measures is a backend object, so tests run the whole flow with a fake one a
 """
 from __future__ import annotations
 
-import datetime as _dt
 import time
 from typing import Any, Mapping
 
+from ..timestamps import utc_now
 from ..errors import GpuUnavailableError, RooflineError, UserError
 from ..peaks.reference import CHECK_METRICS, HOSTLINK_FRACTION, METRIC_LABELS, reference_for
 from .plan import (COMPUTE_REPS, COMPUTE_TARGET_MS, COMPUTE_WARMUP, HBM_MIN_BYTES, HBM_REPS,  # noqa: F401 (re-exported)
@@ -183,10 +183,6 @@ def _select(backend: CheckBackend, spec: str | int) -> list[Any]:
     return chosen
 
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
-
-
 def run_check(device: str | int = "0", *, tolerances: Mapping[str, float] | None = None,
               backend: CheckBackend | None = None, progress: CheckProgress | None = None,
               strict: bool = False) -> CheckReport:
@@ -202,19 +198,19 @@ def run_check(device: str | int = "0", *, tolerances: Mapping[str, float] | None
     avail = backend.availability()
     if not avail.ok:
         return CheckReport(Verdict.UNKNOWN, f"no GPU can be checked here: {avail.message}", (), avail.to_dict(),
-                           _now(), backend.package_version(), wall_s=round(time.monotonic() - t0, 3), no_gpu=True)
+                           utc_now(), backend.package_version(), wall_s=round(time.monotonic() - t0, 3), no_gpu=True)
     chosen = _select(backend, device)
     if progress:
         progress.plan(len(chosen) * len(ORDER))
     devices = tuple(check_device(backend, d, tolerances, progress, strict=strict) for d in chosen)
     if not devices:
-        return CheckReport(Verdict.UNKNOWN, "no CUDA device here can be measured", (), avail.to_dict(), _now(),
+        return CheckReport(Verdict.UNKNOWN, "no CUDA device here can be measured", (), avail.to_dict(), utc_now(),
                            backend.package_version(), wall_s=round(time.monotonic() - t0, 3), no_gpu=True,
                            strict=strict)
     verdict = worst(d.verdict for d in devices)
     reason = ("every GPU passed" if verdict is Verdict.PASS else
               "; ".join(f"GPU {d.index}: {d.reason}" for d in devices if d.verdict is verdict))
-    return CheckReport(verdict, reason, devices, avail.to_dict(), _now(), backend.package_version(),
+    return CheckReport(verdict, reason, devices, avail.to_dict(), utc_now(), backend.package_version(),
                        wall_s=round(time.monotonic() - t0, 3), strict=strict)
 
 
@@ -227,7 +223,7 @@ def run_check_safely(device: str | int = "0", **kwargs: Any) -> CheckReport:
         from .._version import __version__
 
         return CheckReport(Verdict.UNKNOWN, f"no GPU can be checked here: {avail.message}", (), avail.to_dict(),
-                           _now(), __version__, no_gpu=True)
+                           utc_now(), __version__, no_gpu=True)
 
 
 __all__ = ["run_check", "run_check_safely", "check_device", "plan", "Measured", "CheckBackend", "CheckProgress",

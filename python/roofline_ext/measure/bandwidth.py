@@ -20,11 +20,11 @@ The core (``csrc/bandwidth.cu``) times and verifies; this module holds the polic
 """
 from __future__ import annotations
 
-import datetime as _dt
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ..timestamps import utc_now
 from ..errors import RooflineError, UserError
 from .throttle import assess_row, median_ms
 
@@ -741,7 +741,7 @@ def measure_bandwidth(device: int = 0, *, patterns: Sequence[str] = PATTERNS, si
         theoretical_tbps=theoretical,
         buffer_bytes=size_bytes,
         l2_bytes=dev.l2_bytes,
-        date=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+        date=utc_now(),
         driver_version=dev.driver_version,
         cuda_driver_version=dev.cuda_driver_version,
         cuda_runtime_version=core().build_info().get("cuda_runtime_version"),
