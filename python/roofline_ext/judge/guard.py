@@ -162,6 +162,18 @@ def _hooks() -> dict[str, Any]:
         "torch function modes": torch._C._len_torch_function_stack(),
         "torch dispatch modes": torch._C._len_torch_dispatch_stack(),
     }
+    # Numerics flags: a candidate that turns TF32 or reduced-precision reductions on would make the
+    # reference (which runs after it) as imprecise as itself.
+    cuda_mm, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    hooks.update({
+        "torch flag float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "torch flag cuda.matmul.allow_tf32": cuda_mm.allow_tf32,
+        "torch flag cuda.matmul.allow_fp16_reduced_precision_reduction": cuda_mm.allow_fp16_reduced_precision_reduction,
+        "torch flag cuda.matmul.allow_bf16_reduced_precision_reduction": cuda_mm.allow_bf16_reduced_precision_reduction,
+        "torch flag cudnn.allow_tf32": cudnn.allow_tf32, "torch flag cudnn.enabled": cudnn.enabled,
+        "torch flag deterministic algorithms": torch.are_deterministic_algorithms_enabled(),
+        "torch flag default dtype": str(torch.get_default_dtype()),
+    })
     for name in dir(nn_module):
         if name.startswith("_global_") and name.endswith("hooks"):
             hooks[f"torch.nn global {name[8:]}"] = tuple(getattr(nn_module, name).values())

@@ -313,7 +313,7 @@ def _defence_of(change: str) -> str:
         return "thread"
     if ": called " in change:
         return "inspection"
-    if "the reference model's" in change:
+    if "the reference model's" in change or "torch flag" in change:
         return "harness"
     return "identity"
 
