@@ -183,9 +183,6 @@ def validate(cal: Any) -> str | None:
     version = cal.get("schema_version")
     if version != SCHEMA_VERSION:
         return f"schema version {version!r}, this roofline-ext reads {SCHEMA_VERSION}"
-    shape = problem(cal, SHAPE)
-    if shape is not None:
-        return shape
     gpu = cal.get("gpu")
     if not isinstance(gpu, dict) or not isinstance(gpu.get("uuid"), str) or not gpu.get("uuid"):
         return "no gpu.uuid"
@@ -204,7 +201,8 @@ def validate(cal: Any) -> str | None:
             if value is not None and ceiling is not None and value > 1.10 * ceiling:
                 return (f"peaks.{regime}.{key} = {value:g} is above its clock-derived ceiling "
                         f"{ceiling:g} (+10%), which no card reaches")
-    return None
+    # Last, so that the peaks' own rules say what is wrong with a peak: the shape of everything else.
+    return problem(cal, SHAPE)
 
 
 def _ceiling(cal: Mapping[str, Any], regime: str, key: str) -> float | None:

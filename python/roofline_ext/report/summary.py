@@ -126,9 +126,18 @@ def summary_table(summary: Mapping[str, Any]) -> str:
 
 # --- the batch's files ------------------------------------------------------------------------------
 
+# How well each median is known (docs/runner.md, "How many trials"): trials run, the 95% interval's
+# relative half-width, whether it met the target, for the reference (ref_) and the candidate (new_).
+TRIAL_KEYS = ("trials", "ci_rel", "precision_reached")
 TIMED_COLUMNS = ("wall_s", "t_ref_ms", "t_compile_ms", "candidate", "sample", "candidate_status", "correct",
                  "verdict", "verdict_reason", "t_new_ms", "speedup") + tuple(
-    f"{roof}_{key}" for roof in ROOF_NAMES for key in ("ref_fraction", "new_fraction", "score", "below_floor"))
+    f"{roof}_{key}" for roof in ROOF_NAMES for key in ("ref_fraction", "new_fraction", "score", "below_floor")) + (
+    "trials_mode",) + tuple(f"{who}_{key}" for who in ("ref", "new") for key in TRIAL_KEYS)
+
+
+def _trial_cells(stats: Mapping[str, Any] | None, who: str) -> dict[str, Any]:
+    stats = stats or {}
+    return {f"{who}_{key}": stats.get(key) for key in TRIAL_KEYS}
 
 
 def _timed_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -136,13 +145,15 @@ def _timed_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     base.update(wall_s=result.get("wall_s"), t_ref_ms=result.get("t_ref_ms"), t_compile_ms=result.get("t_compile_ms"))
     for roof in ROOF_NAMES:
         base[f"{roof}_ref_fraction"] = _roof(result, roof).get("ref_fraction")
+    reference = (result.get("timing") or {}).get("reference")
+    base.update(_trial_cells(reference, "ref"), trials_mode=(reference or {}).get("mode"))
     rows = []
     for c in result.get("candidates") or [None]:
         row = dict(base)
         if c is not None:
             row.update(candidate=c.get("candidate"), sample=c.get("sample"), candidate_status=c.get("status"),
                        correct=c.get("correct"), verdict=c.get("verdict"), verdict_reason=c.get("reason"),
-                       t_new_ms=c.get("t_new_ms"), speedup=c.get("speedup"))
+                       t_new_ms=c.get("t_new_ms"), speedup=c.get("speedup"), **_trial_cells(c.get("timing"), "new"))
             for roof in ROOF_NAMES:
                 mine = _roof(c, roof)
                 row.update({f"{roof}_new_fraction": mine.get("fraction"), f"{roof}_score": mine.get("score"),

@@ -33,6 +33,7 @@ from ...peaks.units import TASK_DTYPES, UNIT, task_dtype_name
 from ...report.outputs import check_outputs
 from ...report.summary import BatchWriter, batch_summary, summary_table
 from ...report.writers import dumps, public, summarize, write_atomic
+from ...measure.timing import DEFAULT_MAX_TIME_S, DEFAULT_PRECISION
 from ...runner.analyze import REGIMES, calibration_for, measured_peaks_for
 from ...runner.batch import (DEFAULT_COUNT_TIMEOUT_S, DEFAULT_TIME_TIMEOUT_S, ISOLATIONS, BatchOptions, TaskFailed,
                              TimingOptions, run_batch)
@@ -111,7 +112,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="auto: make get_inputs() tensors on the GPU where its factory calls allow (default); "
                    "cpu: make them on the CPU and copy, as the first versions did")
     t.add_argument("--compile", action="store_true", help="also time torch.compile(Model) (implies --time)")
-    t.add_argument("--trials", type=int, default=100, help="timed trials per variant (default 100)")
+    t.add_argument("--trials", type=int, metavar="N",
+                   help="exactly N timed trials per variant, as KernelBench times (default: adaptive, until "
+                   "--precision is reached or --max-time is spent)")
+    t.add_argument("--precision", type=float, default=DEFAULT_PRECISION * 100, metavar="PCT",
+                   help="adaptive trials go on until the 95%% confidence interval of the median is within "
+                   f"±PCT%% (default {DEFAULT_PRECISION * 100:g}); with --trials N, the figure the report holds N to")
+    t.add_argument("--max-time", type=float, metavar="S",
+                   help=f"adaptive trials stop after S seconds of trials per variant (default "
+                   f"{DEFAULT_MAX_TIME_S:g}) and then say whether the precision was reached")
     t.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
     p.set_defaults(func=run)
 
@@ -216,6 +225,12 @@ def _check_run_options(args: argparse.Namespace, paths: list[Path], batch: bool)
             raise UserError(f"{flag} must be at least {least}")
     if args.timeout is not None and not args.timeout > 0:
         raise UserError("--timeout must be more than 0 seconds")
+    if not 0 < args.precision < 100:
+        raise UserError("--precision must be more than 0 and less than 100 (percent)")
+    if args.max_time is not None and not args.max_time > 0:
+        raise UserError("--max-time must be more than 0 seconds")
+    if args.max_time is not None and args.trials is not None:
+        raise UserError("--max-time is for adaptive trials; --trials N times exactly N trials")
     if args.summary_csv and not batch:
         raise UserError("--summary-csv is for folders (a batch)")
     if args.plot is not None:
@@ -249,7 +264,9 @@ def _candidates(args: argparse.Namespace, paths: list[Path]):
 def _options(args: argparse.Namespace, gpu: GpuChoice, paths: list[Path]) -> BatchOptions:
     timing = None
     if args.time:
-        timing = TimingOptions(trials=args.trials, compile=args.compile, devices=(args.device,),
+        timing = TimingOptions(trials=args.trials, precision=args.precision / 100,
+                               max_time_s=args.max_time or DEFAULT_MAX_TIME_S, compile=args.compile,
+                               devices=(args.device,),
                                inputs=args.inputs, correct_trials=args.correct_trials,
                                timeout_s=args.timeout or DEFAULT_TIME_TIMEOUT_S)
     l2 = None
@@ -321,8 +338,27 @@ def _candidate_line(c: Mapping[str, Any]) -> str:
         return (f"CORRECT on {ok.get('passed')} input set(s) ({ok.get('mode', 'strict')} judge, tolerance "
                 f"{ok.get('tolerance', 0):g}, judge seed {(c.get('judgement') or {}).get('seed')})")
     speedup = f"; speed-up {c['speedup']:.3g}x" if c.get("speedup") else ""
-    return (f"{t.get('median_ms', 0):.4g} ms median (best {t.get('best_ms', 0):.4g}, CV {t.get('cv', 0):.1%}); "
+    return (f"{t.get('median_ms', 0):.4g} ms median (best {t.get('best_ms', 0):.4g}, CV {t.get('cv', 0):.1%}"
+            f"{_trials_text(t, ', ')}); "
             f"correct on {ok.get('passed')} input set(s) at atol=rtol={ok.get('tolerance', 0):g}{speedup}")
+
+
+def _trials_text(t: Mapping[str, Any], sep: str) -> str:
+    """How many trials and how well they know the median: ``240 trials (adaptive), median ±0.31%
+    (95% CI)``, and when the target was missed, what it was and why the trials stopped."""
+    n = t.get("trials")
+    if not isinstance(n, int):
+        return ""
+    text = f"{sep}{n} trials"
+    if "ci_rel" not in t:  # a result of the first layout
+        return text
+    text += f" ({t.get('mode')})"
+    rel = t.get("ci_rel")
+    text += ", no 95% CI (under 6 trials)" if rel is None else f", median ±{rel:.2%} (95% CI)"
+    if not t.get("precision_reached") and isinstance(t.get("precision"), (int, float)):
+        why = {"max-time": "time cap", "max-trials": "trial cap", "fixed": "fixed count"}.get(t.get("stopped"), "")
+        text += f", NOT within ±{t['precision']:.2%}" + (f" ({why})" if why else "")
+    return text
 
 
 def _si(value: float, unit: str) -> str:
@@ -382,7 +418,7 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
     if timing:
         ref = timing["reference"]
         rows.append(("PyTorch", f"{ref['median_ms']:.4g} ms median (best {ref['best_ms']:.4g}, CV "
-                                f"{ref['cv']:.1%}, {ref['trials']} trials, L2 flushed) on {timing['device']}"))
+                                f"{ref['cv']:.1%}{_trials_text(ref, ', ')}, L2 flushed) on {timing['device']}"))
         for c in result.get("candidates") or ():
             rows.append(("yours" if len(result["candidates"]) == 1 else str(c.get("sample") or c["candidate"]),
                          _candidate_line(c)))
@@ -464,12 +500,22 @@ def _best(r: Mapping[str, Any]) -> tuple[str, str, str]:
             f"{best['speedup']:.3g}x" if best else "-", score)
 
 
+def _ci_cells(t: Mapping[str, Any]) -> tuple[str, str]:
+    """The batch table's trial count and the median's 95% interval (``0.21%``; ``1.3% (missed)``
+    when the target was not reached)."""
+    n, rel = t.get("trials"), t.get("ci_rel")
+    count = str(n) if isinstance(n, int) else "-"
+    if not isinstance(rel, (int, float)):
+        return count, "-"
+    return count, f"{rel:.2%}" + ("" if t.get("precision_reached", True) else " (missed)")
+
+
 def _batch_table(results: list[dict[str, Any]]) -> str:
     timed = any(r.get("timing") for r in results)
     scored = any(r.get("candidates") for r in results)
     header: tuple[str, ...] = ("task", "GFLOP", "SIMT GFLOP", "MB", "dtype", "floor ms", "bound")
     if timed:
-        header += ("PyTorch ms", "% datasheet", "% measured")
+        header += ("PyTorch ms", "trials", "±95% CI", "% datasheet", "% measured")
     if scored:
         header += ("correct", "best speed-up", "score")
     rows: list[tuple[str, ...]] = [header]
@@ -485,7 +531,8 @@ def _batch_table(results: list[dict[str, Any]]) -> str:
         row: tuple[str, ...] = (r["task"], f"{r['flops'] / 1e9:.4g}", f"{r['simt_flops'] / 1e9:.4g}", f"{r['bytes'] / 1e6:.4g}",
                str(r["compute_dtype"]).replace("torch.", ""), _ms(r["t_min_ms"]), r["bound"] or "-")
         if timed:
-            row += (_ms(r.get("t_ref_ms")), frac(r, "datasheet"), frac(r, "measured"))
+            row += (_ms(r.get("t_ref_ms")), *_ci_cells((r.get("timing") or {}).get("reference") or {}),
+                    frac(r, "datasheet"), frac(r, "measured"))
         if scored:
             row += _best(r)
         rows.append(row)
