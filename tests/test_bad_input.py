@@ -1559,3 +1559,22 @@ def test_public_api_bad_arguments(name: str, request) -> None:
         assert time.monotonic() - t0 < 30
     figures = value.values() if isinstance(value, dict) else [getattr(value, "t_min_ms", None)]
     assert not any(isinstance(v, float) and math.isinf(v) for v in figures), value
+
+
+def test_the_fleet_probe_accepts_a_real_scheduler():
+    """The probe that refuses HTTP servers and silent ports lets a Dask scheduler through, by its
+    tcp:// address and as bare HOST:PORT (a scheduler of this process, no workers needed)."""
+    import asyncio
+
+    distributed = pytest.importorskip("distributed")
+    from roofline_ext.runner.fleet import probe_scheduler
+
+    async def probe() -> None:
+        async with distributed.Scheduler(port=0, dashboard_address=":0", protocol="tcp") as s:
+            loop = asyncio.get_running_loop()
+            for address in (s.address, s.address.removeprefix("tcp://")):
+                t0 = time.monotonic()
+                await loop.run_in_executor(None, probe_scheduler, address, 5.0)
+                assert time.monotonic() - t0 < 5
+
+    asyncio.run(probe())

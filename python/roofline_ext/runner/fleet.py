@@ -20,6 +20,7 @@ timeout, and the first bytes the peer sends must be the length prefix of a Dask 
 scheduler speaks first). An HTTP server says nothing until asked, so it is refused after the
 timeout instead of hanging Dask's connect; a server that speaks some other protocol is refused from
 its first bytes instead of letting Dask read them as a message length (``HTTP/1.1`` is 3 EiB).
+The probe costs the scheduler one INFO line ("closed before handshake completed").
 """
 from __future__ import annotations
 
