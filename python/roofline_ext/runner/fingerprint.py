@@ -27,10 +27,14 @@ A difference is a change (one line naming it) unless it is one of these, which a
 itself as it runs (:func:`_benign`):
 
 * a name gained whose value is a module: torch imports its submodules lazily;
-* outside this package, a value that is no callable, class or descriptor and is an int that grew
-  (a counter: ``FakeTensorMode.cache_hits``) or was None before (a cache filled on first use), or
-  an entry gained or rebound in a module-level container whose values are not callable (caches
-  such as ``inspect.modulesbyfile``);
+* outside this package: a value that was None (filled on first use, code too:
+  ``torch._opaque_base._FakeScriptObject_cls``); data (no callable, class or descriptor) that is
+  an int that grew (a counter: ``FakeTensorMode.cache_hits``), a state object made on first use
+  or replaced by a fresh one of its type (``torch.fx.traceback.current_meta``) that held no code,
+  or an entry of a module-level container (caches such as ``inspect.modulesbyfile``); any entry
+  gained by a container that was not empty when taken (``torch._ops.cached_ops``; hook registries
+  start empty, so a hook added counts). A flag (a bool, number or string) that changed counts;
+* a config option set to plain data equal to what it was (inductor renews some lists);
 * an attribute a function gains: torch marks the functions it meets (dynamo's
   ``__dynamo_disable`` on ``torch.manual_seed``); one replaced or removed counts;
 * what the interpreter caches in a namespace (``__warningregistry__``, ``__slotnames__``), and
@@ -73,6 +77,7 @@ class _Space:
     kind: str  # "module", "class", "container", "function"
     own: bool  # of this package
     renewed: set = field(default_factory=set)  # keys the worker's own reset rebinds (Fingerprint.settle)
+    size: int = 0  # entries when taken
 
     def view(self) -> Any:
         """What holds the values, live: a dict's values() view follows the dict."""
@@ -102,6 +107,8 @@ class _Chunk:
     def take(self) -> None:
         self.views = [s.view() for s in self.spaces]
         self.lens = list(map(len, self.views))
+        for space, n in zip(self.spaces, self.lens):
+            space.size = n
         self.values = tuple(chain.from_iterable(self.views))
         self.keys = tuple(chain.from_iterable(s.live for s in self.spaces))
 
@@ -185,7 +192,8 @@ class Fingerprint:
                       for (label, _, _), a, b in zip(self.cells, values, self.cell_values) if a is not b]
         for label, entries, values in self.configs:
             now_values = _config_values(entries)
-            found += [f"{label}.{name} (config set)" for (name, _), a, b in zip(entries, values, now_values) if a is not b]
+            found += [f"{label}.{name} (config set)" for (name, _), a, b in zip(entries, values, now_values)
+                      if not _same_option(a, b)]
         return found
 
 
@@ -208,11 +216,31 @@ def _cell_contents(cells: list[Any]) -> list[Any]:
         return out
 
 
+def _same_option(a: Any, b: Any) -> bool:
+    """A config option's value as before: the same object, or plain data equal to it (inductor
+    sets some list options to a fresh list with the same items as it compiles)."""
+    if a is b:
+        return True
+    plain = (list, tuple, dict, set, frozenset, *_SCALARS)
+    return type(a) is type(b) and type(a) in plain and _plain(a) and _plain(b) and a == b
+
+
+def _plain(value: Any) -> bool:
+    """Built of plain data only, so that ``==`` runs no code of a task's."""
+    if type(value) in (list, tuple, set, frozenset):
+        return all(_plain(v) for v in value)
+    if type(value) is dict:
+        return all(_plain(k) and _plain(v) for k, v in value.items())
+    return type(value) in (bool, int, float, complex, str, bytes, type(None))
+
+
 def _config_values(entries: list[tuple[str, Any]]) -> tuple:
+    """Each option's value in effect: what was set, or its default (unset is a bare object())."""
     out = []
     for _, entry in entries:
         try:
-            out.append(entry.user_override.get())
+            value = entry.user_override.get()
+            out.append(entry.default if type(value) is object else value)
         except Exception:  # an entry of another shape (a torch that changed it): not compared
             out.append(None)
     return tuple(out)
@@ -264,8 +292,12 @@ def _short(key: Any) -> str:
 
 
 # What the interpreter itself caches in a namespace: the warnings a module gave once
-# (``warnings``), the slot names of a class that was copied or pickled (``copyreg``).
-_INTERPRETER_CACHES = frozenset({"__warningregistry__", "__slotnames__"})
+# (``warnings``), the slot names of a class that was copied or pickled (``copyreg``), the empty
+# annotations dict Python 3.11 stores in a class the first time someone asks for them.
+_INTERPRETER_CACHES = frozenset({"__warningregistry__", "__slotnames__", "__annotations__"})
+# Values whose every change is a change of behaviour (a flag, a limit, a name), unlike a cache or
+# a state object that a module replaces with a fresh one of the same type as it runs.
+_SCALARS = (bool, int, float, complex, str, bytes, type(None))
 
 
 def _behaves(value: Any) -> bool:
@@ -282,13 +314,36 @@ def _benign(space: _Space, key: Any, old: Any, new: Any) -> bool:
         return True
     if space.kind == "function" and old is _MISSING:
         return True  # torch marks functions as it meets them (dynamo's __dynamo_disable, say)
-    if space.own or _behaves(old) or _behaves(new):
+    if space.own:
+        return False
+    if space.kind == "container" and old is _MISSING and space.size:
+        # A table torch had filled already, growing (torch._ops.cached_ops). Hook registries
+        # (nn.modules.module._global_forward_hooks) start empty: what they gain counts.
+        return True
+    if old is None:
+        return True  # filled on first use (torch._opaque_base._FakeScriptObject_cls)
+    if _behaves(old) or _behaves(new):
         return False
     if space.kind == "container":
         return True  # a cache entry: data, not code
     if type(old) is int and type(new) is int and new > old:
         return True  # a counter
-    return old is None  # filled on first use
+    if old is _MISSING:
+        return not isinstance(new, _SCALARS)  # state made on first use (sympy's singletons); a flag counts
+    # A state object or cache replaced by a fresh one of its type (torch.fx.traceback.current_meta,
+    # inductor's per-compile tables), unless it held code (a registry rebound).
+    return type(new) is type(old) and not isinstance(old, _SCALARS) and not _holds_code(old)
+
+
+def _holds_code(value: Any) -> bool:
+    if isinstance(value, dict):
+        value = value.values()
+    elif not isinstance(value, (list, tuple, set, frozenset)):
+        return False
+    try:
+        return any(_behaves(v) for v in value)
+    except Exception:  # changed while read: take it as a registry
+        return True
 
 
 # --- taking it ------------------------------------------------------------------------------------
