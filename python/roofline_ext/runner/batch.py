@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..errors import GpuUnavailableError, RooflineError
+from ..measure.timing import DEFAULT_MAX_TIME_S, DEFAULT_PRECISION, DEFAULT_TRIALS, TrialRule
 from ..model.gpu import GpuChoice
 from ..tasks.counting import Counts
 from ..tasks.loading import task_names
@@ -58,15 +59,27 @@ DEFAULT_TIME_TIMEOUT_S = 600.0
 class TimingOptions:
     """``--time``: trials per variant, ``compile``, the GPUs (one timing worker each), where inputs
     are made (``auto``: on the GPU when ``get_inputs()`` allows), correctness input sets, and the
-    per-job time limit."""
+    per-job time limit.
 
-    trials: int = 100
+    ``trials`` None (the default) times each variant adaptively, until the 95% interval of its
+    median is within ``±precision`` or ``max_time_s`` is spent (:mod:`roofline_ext.measure.timing`);
+    N times exactly N trials, as KernelBench does (``--trials N``)."""
+
+    trials: int | None = None
+    precision: float = DEFAULT_PRECISION
+    max_time_s: float = DEFAULT_MAX_TIME_S
     warmup: int = 10
     compile: bool = False
     devices: tuple[int, ...] = (0,)
     inputs: str = "auto"
     correct_trials: int = 5
     timeout_s: float = DEFAULT_TIME_TIMEOUT_S
+
+    def __post_init__(self) -> None:
+        self.rule()  # a bad count, precision or cap is a one-line error here, not in a worker
+
+    def rule(self) -> TrialRule:
+        return TrialRule(fixed=self.trials, precision=self.precision, max_time_s=self.max_time_s)
 
 
 @dataclass(frozen=True)
@@ -246,7 +259,7 @@ class _Batch:
 
     def _common(self, i: int, device: int) -> dict[str, Any]:
         t = self._timing()
-        return {"path": str(self.paths[i]), "dtype": self.opts.dtype, "trials": t.trials, "warmup": t.warmup,
+        return {"path": str(self.paths[i]), "dtype": self.opts.dtype, "trials": t.rule().to_dict(), "warmup": t.warmup,
                 "device": device, "inputs": t.inputs}
 
     def _reference_job(self, i: int, device: int) -> Job:
@@ -428,7 +441,9 @@ def _process_path(paths: list[Path], gpu: GpuChoice, opts: BatchOptions, writer,
     if opts.timing is not None:
         t = opts.timing
         new = _single_candidate_file(paths, opts)
-        analyze = functools.partial(analyze_and_time, new=new, trials=t.trials, warmup=t.warmup, compile=t.compile,
+        # The first versions' path times a fixed count (--trials, else their 100), as they did.
+        fixed = t.trials if t.trials is not None else DEFAULT_TRIALS
+        analyze = functools.partial(analyze_and_time, new=new, trials=fixed, warmup=t.warmup, compile=t.compile,
                                     device=t.devices[0], timeout_s=t.timeout_s, inputs=t.inputs,
                                     correct_trials=t.correct_trials)
     adder = _IndexedAdder(writer) if writer is not None else None

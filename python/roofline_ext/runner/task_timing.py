@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..device.status import require_measurement
-from ..measure.timing import DEFAULT_SEED, DEFAULT_TRIALS, DEFAULT_WARMUP, L2Flush, _torch, time_callable
+from ..measure.timing import (DEFAULT_SEED, DEFAULT_TRIALS, DEFAULT_WARMUP, L2Flush, Trials, _torch,
+                              fewest_trials, time_callable)
 from ..peaks.units import TOLERANCES, task_dtype_name
 from ..tasks.loading import TaskError, exec_source_module, load_task
 
@@ -208,7 +209,7 @@ def check_correctness(task, model, candidate, dev, tdtype, seed: int, trials: in
     return {**verdict, "max_abs_diff": worst, "trials": passed + (0 if verdict["ok"] else 1), "passed": passed}
 
 
-def _time(fn, device: int, trials: int, warmup: int, flush) -> dict[str, Any]:
+def _time(fn, device: int, trials: Trials, warmup: int, flush) -> dict[str, Any]:
     return time_callable(fn, device=device, trials=trials, warmup=warmup, flush=flush)
 
 
@@ -234,7 +235,7 @@ def _reference_setup(task, path, dev, tdtype, seed: int, inputs: str):
     return model, args, tol, _header(path, dev, run_dtype, seed, made)
 
 
-def time_reference(path: str | Path, *, dtype: str | None = None, trials: int = DEFAULT_TRIALS,
+def time_reference(path: str | Path, *, dtype: str | None = None, trials: Trials = DEFAULT_TRIALS,
                    warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED, compile: bool = False,
                    device: int = 0, inputs: str = "auto", profile: bool = False) -> dict[str, Any]:
     """Time the task's ``Model`` (and ``torch.compile(Model)`` with ``compile``) on ``device``.
@@ -290,7 +291,7 @@ def _time_compiled(task, model, args, ref_out, tol, device, trials, warmup, flus
             "compile_s": compile_s, "compile_cache_hit": cache_hit}
 
 
-def time_compiled(path: str | Path, *, dtype: str | None = None, trials: int = DEFAULT_TRIALS,
+def time_compiled(path: str | Path, *, dtype: str | None = None, trials: Trials = DEFAULT_TRIALS,
                   warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED, device: int = 0,
                   inputs: str = "auto") -> dict[str, Any]:
     """Time ``torch.compile(Model)`` on ``device``: the pool's job for ``--compile``, apart from the
@@ -315,7 +316,7 @@ def time_compiled(path: str | Path, *, dtype: str | None = None, trials: int = D
 
 
 def time_candidate(path: str | Path, *, new: str | Path | None = None, dtype: str | None = None,
-                   trials: int = DEFAULT_TRIALS, warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED,
+                   trials: Trials = DEFAULT_TRIALS, warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED,
                    device: int = 0, inputs: str = "auto", correct_trials: int = 5, judge: str = "strict",
                    judge_seed: int | None = None) -> dict[str, Any]:
     """Judge a candidate (``ModelNew`` of ``new``, or of the task file) against the task's ``Model``
@@ -412,9 +413,11 @@ def _judged(task, path, new, dev, tdtype, seed: int, inputs: str, correct_trials
             unload_candidate()
 
 
-def _timed_and_seen(judge, candidate, args, time_fn, trials: int, warmup: int, flush, device: int):
-    """The timed loop with its checked trials, then the all-stream measure of the same calls."""
-    timing = judge.timed(candidate, args, time_fn, trials=trials, warmup=warmup, flush=flush)
+def _timed_and_seen(judge, candidate, args, time_fn, trials: Trials, warmup: int, flush, device: int):
+    """The timed loop with its checked trials, then the all-stream measure of the same calls. The
+    judge picks its checked trials among the fewest an adaptive run makes (``fewest_trials``), so a
+    run that stops early never skips a check."""
+    timing = judge.timed(candidate, args, time_fn, trials=fewest_trials(trials), warmup=warmup, flush=flush)
     if timing is not None:
         judge.all_streams(candidate, args, timing["median_ms"], device)
     return timing
@@ -437,7 +440,7 @@ def _correctness(verdict, tol: float, sets: int) -> dict[str, Any]:
 # --- the one-process-per-task path (--isolation process) ------------------------------------------
 
 def time_task(path: str | Path, *, new: str | Path | None = None, dtype: str | None = None,
-              trials: int = DEFAULT_TRIALS, warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED,
+              trials: Trials = DEFAULT_TRIALS, warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED,
               compile: bool = False, device: int = 0, inputs: str = "cpu",
               correct_trials: int = 1) -> dict[str, Any]:
     """Time ``Model`` (and ``ModelNew`` from the task or ``new``) of a task file on CUDA device ``device``,

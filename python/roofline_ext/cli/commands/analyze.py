@@ -356,7 +356,7 @@ def _trials_text(t: Mapping[str, Any], sep: str) -> str:
     rel = t.get("ci_rel")
     text += ", no 95% CI (under 6 trials)" if rel is None else f", median ±{rel:.2%} (95% CI)"
     if not t.get("precision_reached") and isinstance(t.get("precision"), (int, float)):
-        why = {"max-time": "time cap", "max-trials": "trial cap", "fixed": "fixed count"}.get(t.get("stopped"), "")
+        why = {"max-time": "time cap", "max-trials": "trial cap", "fixed": "fixed count"}.get(str(t.get("stopped")), "")
         text += f", NOT within ±{t['precision']:.2%}" + (f" ({why})" if why else "")
     return text
 
