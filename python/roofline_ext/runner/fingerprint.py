@@ -150,7 +150,10 @@ class Fingerprint:
         it is now. A worker forked from the server extends the server's fingerprint: the
         catalogue (which objects to look at) is shared, only the values are its own."""
         with _no_gc():
-            new = [(n, m) for n, m in list(sys.modules.items()) if n not in self.modules]
+            # Shortest names first: an object is labelled where it is first seen, so a class shows
+            # as torch.nn.Linear rather than torch.nn.modules.linear.Linear.
+            new = sorted(((n, m) for n, m in list(sys.modules.items()) if n not in self.modules),
+                         key=lambda item: (item[0].count("."), len(item[0]), item[0]))
             self.modules.update(n for n, _ in new)
             _catalogue(self, new)
             for chunk in self.chunks:
