@@ -163,7 +163,6 @@ class _Batch:
         self.results: list[dict[str, Any] | None] = [None] * len(paths)
         self.counts: dict[int, tuple[Counts, float]] = {}
         self.in_hand: list[str] = []
-        self.stop_at: int | None = None  # a task that raised KeyboardInterrupt
         self.judge_seed = opts.judge_seed if opts.judge_seed is not None else secrets.randbelow(2**31 - 1) + 1
 
     def run(self) -> list[dict[str, Any]]:
@@ -186,8 +185,7 @@ class _Batch:
                     self.opts.count_timeout_s,
                     label=f"count {p.stem}") for i, p in enumerate(self.paths)]
         for out in self.pool.run(jobs, self._started):
-            if not self._finished(out):
-                continue
+            self._finished(out)
             i = out.job.key
             if not out.ok:
                 self._emit(i, _error(self.paths[i], out.kind, out.error, out.wall_s))
@@ -201,7 +199,6 @@ class _Batch:
                 self._emit(i, result)
             else:
                 self.counts[i] = (counts, out.wall_s)
-        self._stop_if_interrupted()
 
     def _analyze(self, i: int, counts: Counts, t_ref=None, t_new=None, wall_s: float | None = None) -> dict[str, Any]:
         o = self.opts
@@ -236,8 +233,7 @@ class _Batch:
             waiting[i] = {"left": 1 + int(t.compile) + len(cands), "ref": None, "compiled": None,
                           "cands": [None] * len(cands), "specs": cands}
         for out in self.pool.run(jobs, self._started):
-            if not self._finished(out):
-                continue
+            self._finished(out)
             i, part = out.job.key
             w = waiting[i]
             if part == "ref":
@@ -249,7 +245,6 @@ class _Batch:
             w["left"] -= 1
             if w["left"] == 0:
                 self._emit(i, self._timed_result(i, w))
-        self._stop_if_interrupted()
 
     def _candidates(self, i: int) -> list[Candidate]:
         if self.opts.candidates is not None:
@@ -341,8 +336,7 @@ class _Batch:
                                 label=f"judge {self.paths[i].stem} ({c.label})", error_kind="error"))
             waiting[i] = {"left": len(cands), "cands": [None] * len(cands), "specs": cands}
         for out in self.pool.run(jobs, self._started):
-            if not self._finished(out):
-                continue
+            self._finished(out)
             i, k = out.job.key
             w = waiting[i]
             w["cands"][k] = out
@@ -353,7 +347,6 @@ class _Batch:
                 result = merge_judged(self._analyze(i, counts), records)
                 result["wall_s"] = count_wall + sum(o.wall_s for o in w["cands"])
                 self._emit(i, result)
-        self._stop_if_interrupted()
 
     # --- results and progress --------------------------------------------------------------------
 
@@ -361,8 +354,9 @@ class _Batch:
         self.in_hand.append(job.label)
         self._show()
 
-    def _finished(self, out: Outcome) -> bool:
-        """Show what the job left; False for a task that raised KeyboardInterrupt."""
+    def _finished(self, out: Outcome) -> None:
+        """Show what the job left. (A task's own KeyboardInterrupt is that task's failure, kind
+        ``interrupt``: it never stops the batch, docs/runner.md.)"""
         if out.job.label in self.in_hand:
             self.in_hand.remove(out.job.label)
         self._show()
@@ -370,18 +364,6 @@ class _Batch:
             self._log(f"--- output of {out.job.label} ---\n{out.output.rstrip()}")
         if self.opts.debug and out.traceback:
             self._log(out.traceback.rstrip())
-        if out.kind != "interrupted":
-            return True
-        # As Ctrl-C during that task would in a one-by-one batch: the tasks before it finish, it
-        # and the ones after it do not run, and the batch stops.
-        i = _index(out.job)
-        self.stop_at = i if self.stop_at is None else min(self.stop_at, i)
-        self.pool.cancel(lambda job: _index(job) >= i)
-        return False
-
-    def _stop_if_interrupted(self) -> None:
-        if self.stop_at is not None:
-            raise KeyboardInterrupt
 
     def _show(self) -> None:
         if self.progress is not None:
@@ -413,10 +395,6 @@ def _compiled_part(out: Outcome) -> dict[str, Any]:
         return {k: out.value.get(k) for k in keys}
     return {"t_compile_ms": None, "compile_error_kind": out.kind or "internal",
             "compile_error": out.error or "failed without a message"}
-
-
-def _index(job: Job) -> int:
-    return job.key[0] if isinstance(job.key, tuple) else job.key
 
 
 def _error(path: Path, kind: str | None, error: str | None, wall_s: float | None = None,
