@@ -91,7 +91,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"per-task limit for counting and for each timing (default {DEFAULT_COUNT_TIMEOUT_S:g} s "
                    f"counting, {DEFAULT_TIME_TIMEOUT_S:g} s timing)")
     r.add_argument("--isolation", choices=ISOLATIONS, default="pool",
-                   help="pool: worker processes reused while a task leaves them as they were (default); fresh: "
+                   help="pool: a fresh counting worker per task and one timing worker per GPU, reused while its "
+                   "fingerprint shows no change (default); fresh: "
                    "a new worker for every task; process: the first versions' path, counting here and timing "
                    "in a fresh interpreter per task, for comparison")
     t = p.add_argument_group("timing on the GPU (needs a GPU; one timing worker per GPU)")
