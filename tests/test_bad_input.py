@@ -1084,6 +1084,13 @@ case("fleet-scheduler-unroutable", ["fleet", "--scheduler", "tcp://10.255.255.1:
 case("fleet-scheduler-unresolvable", ["fleet", "--scheduler", "tcp://no-such-host.invalid:8786", "--timeout", "1"],
      2, err="cannot reach the Dask scheduler", max_s=15)
 
+case("fleet-device-without-verdict", ["fleet", "--from", FLEET_IN], 4, (fleet_dir, doc_file(
+    f"{FLEET_IN}/check-gpu-node-01.json", CHECK_FIXTURE, lambda d: d["devices"][0].pop("verdict"))),
+    check=lambda ws, r: "UNKNOWN" in r.stdout or pytest.fail(r.stdout))
+case("fleet-verdict-null", ["fleet", "--from", FLEET_IN], 4, (fleet_dir, doc_file(
+    f"{FLEET_IN}/check-cpu-node-03.json", ROOT / "tests" / "data" / "fleet-h200-fixture" / "check-cpu-node-03.json",
+    _at("verdict", None))))
+
 # --- names that rich would read as markup are printed as written -------------------------------------
 
 MARKUP = "[/bold][red]x[/]"  # an unbalanced closing tag: rich raises MarkupError on it

@@ -11,8 +11,10 @@ wrong one is refused with its JSON pointer instead. The language, small on purpo
 - ``[spec]``: a list whose every item matches spec;
 - :class:`OneOf`: one of the given values (a verdict).
 
-``None`` (JSON ``null``) is accepted for every key: the writers use it for "not measured". Numbers
-exclude booleans (``True`` is no bandwidth).
+``None`` (JSON ``null``) is accepted for a named key (the writers use it for "not measured") and
+for an item of a list or a map whose spec is a scalar; an item whose spec is an object or a list must
+be one (a reader iterates a map of objects and opens each). Numbers exclude booleans (``True`` is no
+bandwidth).
 """
 from __future__ import annotations
 
@@ -70,22 +72,28 @@ def _short(value: Any) -> str:
 def problem(doc: Any, spec: Any) -> str | None:
     """Where and how ``doc`` departs from ``spec`` ("/devices/0/verdict is 'GREEN', not one of
     PASS, ..."), or None. Iterative: the depth of a document is bounded where it is read."""
-    stack: list[tuple[tuple, Any, Any]] = [((), doc, spec)]
+    stack: list[tuple[tuple, Any, Any, bool]] = [((), doc, spec, False)]
     while stack:
-        parts, value, sp = stack.pop()
-        if value is None:
+        parts, value, sp, nullable = stack.pop()
+        if value is None and nullable:
             continue
         if not _matches(value, sp):
             return f"{pointer(parts)} is {_short(value)}, not {_name(sp)}"
         if isinstance(sp, dict):
             every = sp.get("*")
             for k, v in value.items():
-                sub = sp.get(k, every)
+                sub = sp.get(k)
                 if sub is not None:
-                    stack.append((parts + (k,), v, sub))
+                    stack.append((parts + (k,), v, sub, True))
+                elif every is not None:
+                    stack.append((parts + (k,), v, every, _scalar(every)))
         elif isinstance(sp, list):
-            stack.extend((parts + (i,), v, sp[0]) for i, v in enumerate(value))
+            stack.extend((parts + (i,), v, sp[0], _scalar(sp[0])) for i, v in enumerate(value))
     return None
+
+
+def _scalar(spec: Any) -> bool:
+    return not isinstance(spec, (dict, list))
 
 
 def check(doc: Any, spec: Any, source: str) -> None:

@@ -167,10 +167,12 @@ def records_of(doc: Mapping[str, Any], source: str) -> list[GpuRecord]:
     host, date = str(doc.get("host") or "?"), str(doc.get("date") or "")
     devices = doc.get("devices") or []
     if not devices:
-        return [GpuRecord(host, None, None, None, None, Verdict(doc.get("verdict", "UNKNOWN")),
+        return [GpuRecord(host, None, None, None, None, Verdict(doc.get("verdict") or "UNKNOWN"),
                           str(doc.get("reason") or ""), {}, date, source)]
-    return [GpuRecord(host, d.get("index"), d.get("uuid"), d.get("name"), d.get("sku"), Verdict(d["verdict"]),
-                      str(d.get("reason") or ""), _values(d), date, source) for d in devices]
+    # A verdict left out (or null) is UNKNOWN: the shape check refused any other value already.
+    return [GpuRecord(host, d.get("index"), d.get("uuid"), d.get("name"), d.get("sku"),
+                      Verdict(d.get("verdict") or "UNKNOWN"), str(d.get("reason") or ""), _values(d), date, source)
+            for d in devices if isinstance(d, Mapping)]
 
 
 def check_documents(doc: Any, source: str) -> list[tuple[Mapping[str, Any], str]]:

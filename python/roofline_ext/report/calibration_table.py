@@ -35,6 +35,11 @@ def _throttled(report: Any) -> str | None:
     return text
 
 
+def _figure(value: object) -> str:
+    # An entry without its figure (a hand-edited or truncated file) shows "-", not a KeyError.
+    return f"{value:.4g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
+
+
 def summary_rows(cal: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per measured unit, as strings: what the CLI's table shows (burst and sustained side
     by side, each with the clock and power it was reached at; fractions of datasheet and of the
@@ -57,7 +62,7 @@ def summary_rows(cal: Mapping[str, Any]) -> list[dict[str, Any]]:
                "sustained_at": None, "path": None}
         if b:
             cv = b.get("cv")
-            row["burst"] = f"{b['value']:.4g}" + (f" ±{cv:.1%}" if isinstance(cv, (int, float)) else "")
+            row["burst"] = _figure(b.get("value")) + (f" ±{cv:.1%}" if isinstance(cv, (int, float)) else "")
             row["fraction_of_datasheet"] = _pct(b.get("fraction_of_datasheet"))
             row["fraction_of_clock_derived"] = _pct(b.get("fraction_of_clock_derived"))
             at_kernel = _pct(b.get("fraction_of_clock_derived_at_kernel_clock"))
@@ -67,7 +72,7 @@ def summary_rows(cal: Mapping[str, Any]) -> list[dict[str, Any]]:
             row["path"] = b.get("path")
         if s:
             ratio = s.get("ratio_to_burst")
-            row["sustained"] = f"{s['value']:.4g}" + (f" ({ratio:.0%})" if isinstance(ratio, (int, float)) else "")
+            row["sustained"] = _figure(s.get("value")) + (f" ({ratio:.0%})" if isinstance(ratio, (int, float)) else "")
             at = _at(s, key)
             if s.get("settled") is False:
                 at = (at + ", " if at else "") + "not settled"

@@ -100,7 +100,9 @@ _ROOF = {"t_min_ms": NUMBER, "bound": str, "compute_tflops": NUMBER, "bandwidth_
 ANALYSIS_SHAPE = {"task": str, "path": str, "gpu": str, "sku": str, "status": str, "dtype": str,
                   "compute_dtype": str, "flops": NUMBER, "simt_flops": NUMBER, "bytes": NUMBER,
                   "arithmetic_intensity": NUMBER, "t_min_ms": NUMBER, "bound": str, "t_ref_ms": NUMBER,
-                  "ref_roofline_frac": NUMBER, "t_new_ms": NUMBER, "primary_roof": str, "roofs": {"*": _ROOF}}
+                  "ref_roofline_frac": NUMBER, "t_new_ms": NUMBER, "primary_roof": str,
+                  # named, so that null (a roof not available) is accepted; any other roof must be one
+                  "roofs": {"datasheet": _ROOF, "derived": _ROOF, "measured": _ROOF, "*": _ROOF}}
 
 
 def _shape_problem(kind: str, doc: Mapping[str, Any]) -> str | None:
