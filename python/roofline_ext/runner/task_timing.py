@@ -223,16 +223,17 @@ def _header(path, dev, run_dtype, seed: int, made: str) -> dict[str, Any]:
 # --- the timing worker's two jobs -----------------------------------------------------------------
 
 def _reference_setup(task, path, dev, tdtype, seed: int, inputs: str):
-    """The reference ``Model``, its inputs, the tolerance and the result header, made the one way
-    that :func:`time_reference` and :func:`time_compiled` share (same seed, same placement), so the
-    compiled model is checked against the very eager output the reference's timing ran."""
+    """The reference ``Model``, its inputs, the tolerance, the result header and the constructor
+    arguments, made the one way that :func:`time_reference`, :func:`time_compiled` and the judge
+    share (same seed, same placement), so the compiled model is checked against the very eager
+    output the reference's timing ran and a candidate is built from the same arguments."""
     torch = _torch()
     torch.manual_seed(seed)
     init = task.init_inputs()
     model = _build(task, task.model_cls, init, dev, tdtype, seed, "Model")
     args, made = make_inputs(task, dev, tdtype, seed, inputs)
     run_dtype, tol = _tolerance(args, tdtype)
-    return model, args, tol, _header(path, dev, run_dtype, seed, made)
+    return model, args, tol, _header(path, dev, run_dtype, seed, made), init
 
 
 def time_reference(path: str | Path, *, dtype: str | None = None, trials: Trials = DEFAULT_TRIALS,
@@ -249,7 +250,7 @@ def time_reference(path: str | Path, *, dtype: str | None = None, trials: Trials
     torch = _torch()
     task, dev, tdtype = _open(path, dtype, device)
     try:
-        model, args, tol, result = _reference_setup(task, path, dev, tdtype, seed, inputs)
+        model, args, tol, result, _ = _reference_setup(task, path, dev, tdtype, seed, inputs)
         flush = L2Flush(device)
         with torch.no_grad():
             ref_out = task.call(model, "Model.forward", "forward", *args)
@@ -306,7 +307,7 @@ def time_compiled(path: str | Path, *, dtype: str | None = None, trials: Trials 
     torch = _torch()
     task, dev, tdtype = _open(path, dtype, device)
     try:
-        model, args, tol, result = _reference_setup(task, path, dev, tdtype, seed, inputs)
+        model, args, tol, result, _ = _reference_setup(task, path, dev, tdtype, seed, inputs)
         with torch.no_grad():
             ref_out = task.call(model, "Model.forward", "forward", *args)
             result.update(_time_compiled(task, model, args, ref_out, tol, device, trials, warmup, L2Flush(device)))
@@ -374,12 +375,7 @@ def _judged(task, path, new, dev, tdtype, seed: int, inputs: str, correct_trials
     from ..judge.guard import candidate_code
     from ..judge.protocol import Judge
 
-    torch = _torch()
-    torch.manual_seed(seed)
-    init = task.init_inputs()
-    model = _build(task, task.model_cls, init, dev, tdtype, seed, "Model")
-    args, made = make_inputs(task, dev, tdtype, seed, inputs)
-    run_dtype, tol = _tolerance(args, tdtype)
+    model, args, tol, result, init = _reference_setup(task, path, dev, tdtype, seed, inputs)
     judge = Judge.before_import(model, lambda s: make_inputs(task, dev, tdtype, s, inputs)[0], task.call, tol,
                                 mode=mode, seed=judge_seed, device=dev,
                                 namespaces=[("the task module", vars(task.module))])
@@ -394,7 +390,6 @@ def _judged(task, path, new, dev, tdtype, seed: int, inputs: str, correct_trials
                 raise TaskError(f"{path}: defines no `ModelNew` and no candidate file was given",
                                 kind="no-model", path=path)
             candidate = _build(task, new_cls, init, dev, tdtype, seed, "ModelNew")
-        result = _header(path, dev, run_dtype, seed, made)
         result["candidate"] = str(new) if new is not None else "ModelNew in task"
         result["t_new_ms"] = result["candidate_timing"] = None
         ok = judge.correctness(candidate, args, correct_trials)
