@@ -153,7 +153,9 @@ def test_default_sku_exists():
 
 def test_lookup_of_none_and_wrong_type():
     assert lookup(None) is None
-    with pytest.raises(TypeError):
+    from roofline_ext.errors import UserError
+
+    with pytest.raises(UserError, match="must be a string"):  # the package's own error, one line
         lookup(123)
 
 

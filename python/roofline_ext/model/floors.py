@@ -134,6 +134,8 @@ def _check_count(name: str, value: Any) -> float:
     # numbers.Real admits numpy scalars, which FLOP counters and timers often return.
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
         raise UserError(f"{name} must be a number, got {value!r}")
+    if math.isinf(value):  # an infinite count has no floor a kernel could be held to
+        raise UserError(f"{name} must be finite, got {value!r}")
     if value < 0:
         raise UserError(f"{name} must not be negative, got {value!r}")
     return float(value)

@@ -26,7 +26,7 @@ floor is the time it loses; the ops and kernels that lose most come first.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import UserError
 from .floors import MixedRoof, floor
@@ -76,6 +76,10 @@ def attach_ops(result: RooflineResult, ops: Sequence[Any]) -> RooflineResult:
 
     ``ops``: :class:`roofline_ext.tasks.opcounts.OpCount` rows (or mappings with their fields), the
     per-op counts of the same count ``result`` was made from."""
+    if not isinstance(result, RooflineResult):
+        raise UserError(f"attach_ops takes a RooflineResult, got {type(result).__name__}")
+    if isinstance(ops, (str, bytes)) or not isinstance(ops, Iterable):
+        raise UserError(f"attach_ops takes a sequence of op counts, got {type(ops).__name__}")
     rows = []
     sums = {name: 0.0 for name, roof in result.roofs.items() if roof is not None}
     for o in ops:

@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..errors import UserError
 from .units import UNITS, PeakTable
 
 __all__ = [
@@ -533,7 +534,7 @@ def lookup(name: str | DatasheetPeaks | None) -> DatasheetPeaks | None:
     if isinstance(name, DatasheetPeaks):
         return name
     if not isinstance(name, str):
-        raise TypeError(f"GPU name must be a str, got {type(name).__name__}")
+        raise UserError(f"a GPU name must be a string, got {type(name).__name__} {name!r:.40}")
     found = _matches(normalize_name(name))
     # More than one match would be a pattern bug; refusing is safer than picking one.
     if len(found) != 1:

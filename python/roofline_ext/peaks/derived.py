@@ -21,10 +21,12 @@ nobody can trust. Bandwidth needs no architecture and is still derived.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import UserError
 from .units import UNITS, PeakTable
 
 __all__ = [
@@ -199,7 +201,12 @@ def derived_peaks(
     know, are None. ``consumer=True`` halves TF32/FP16/BF16/FP8 tensor rates as GeForce parts do
     with FP32 accumulation.
     """
-    rates = ops_per_clock(int(cc_major), int(cc_minor), consumer=consumer)
+    cc_major, cc_minor = _whole("cc_major", cc_major), _whole("cc_minor", cc_minor)
+    for name, v in (("sm_count", sm_count), ("sm_clock_mhz", sm_clock_mhz), ("mem_clock_mhz", mem_clock_mhz),
+                    ("bus_width_bits", bus_width_bits)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0):
+            raise UserError(f"{name} must be a finite number of at least 0, got {v!r}")
+    rates = ops_per_clock(cc_major, cc_minor, consumer=consumer)
     values: dict[str, float | None] = {}
     for unit in UNITS:
         rate = rates.get(unit) if rates else None
@@ -219,6 +226,17 @@ def derived_peaks(
         bandwidth_tbps=clock_derived_bandwidth(mem_clock_mhz, bus_width_bits),
         **values,
     )
+
+
+def _whole(name: str, value: Any) -> int:
+    """A compute-capability part as an int (NVML gives ints; ``"9"`` is taken), else a one-line error."""
+    try:
+        out = int(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{name} must be a whole number, got {value!r}") from None
+    if isinstance(value, bool) or out < 0 or (isinstance(value, float) and value != out):
+        raise UserError(f"{name} must be a whole number, got {value!r}")
+    return out
 
 
 def _field(device: Any, key: str) -> Any:

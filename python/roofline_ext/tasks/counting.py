@@ -504,6 +504,8 @@ def count_task(task_or_path: Task | str | os.PathLike, dtype=None, *, model: str
     pass. Raises :class:`TaskError`.
     """
     torch = require_torch()
+    if not isinstance(task_or_path, (Task, str, os.PathLike)):
+        raise UserError(f"count_task takes a Task or a task file's path, got {type(task_or_path).__name__}")
     task = task_or_path if isinstance(task_or_path, Task) else load_task(task_or_path)
     cast = dtype if (dtype is None or isinstance(dtype, torch.dtype)) else parse_dtype(dtype)
     t0 = time.perf_counter()
