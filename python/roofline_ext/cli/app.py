@@ -115,8 +115,9 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"roofline-ext: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("roofline-ext: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        if not getattr(exc, "said", False):  # a batch has said in its own line what it kept
+            print("roofline-ext: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # `roofline-ext peaks | head`: the reader left; that is not an error of ours.

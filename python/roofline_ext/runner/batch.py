@@ -152,6 +152,7 @@ def run_batch(paths: Sequence[str | os.PathLike], gpu: GpuChoice, opts: BatchOpt
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP: say what was kept, then stop as before
         done = 0 if batch is None else sum(r is not None for r in batch.results)
         print(stopped_line(exc, done, len(task_paths)), file=sys.stderr)
+        exc.said = True  # type: ignore[attr-defined]  # the CLI need not say "interrupted" again
         raise
 
 
