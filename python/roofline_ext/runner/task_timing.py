@@ -37,35 +37,12 @@ def _cast(obj, device, dtype):
     return obj
 
 
-def _outputs(out) -> list:
-    torch = _torch()
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if isinstance(out, (list, tuple)):
-        return [t for o in out for t in _outputs(o)]
-    return []
-
-
 def compare(ref, new, tol: float) -> dict[str, Any]:
-    """KernelBench's check: same shapes and ``allclose(atol=tol, rtol=tol)`` on every output tensor."""
-    torch = _torch()
-    r, n = _outputs(ref), _outputs(new)
-    if len(r) != len(n):
-        return {"ok": False, "tolerance": tol, "reason": f"{len(n)} outputs, reference has {len(r)}"}
-    max_abs = 0.0
-    for i, (a, b) in enumerate(zip(r, n)):
-        if a.shape != b.shape:
-            return {"ok": False, "tolerance": tol,
-                    "reason": f"output {i} has shape {tuple(b.shape)}, reference {tuple(a.shape)}"}
-        a64, b64 = a.detach().double(), b.detach().double()
-        if not torch.isfinite(b64).all() and torch.isfinite(a64).all():
-            return {"ok": False, "tolerance": tol, "reason": f"output {i} has NaN/Inf"}
-        if a.numel():
-            max_abs = max(max_abs, float((a64 - b64).abs().max()))
-        if not torch.allclose(a64, b64, atol=tol, rtol=tol):
-            return {"ok": False, "tolerance": tol, "max_abs_diff": max_abs,
-                    "reason": f"output {i} differs beyond atol=rtol={tol:g} (max abs diff {max_abs:.3g})"}
-    return {"ok": True, "tolerance": tol, "max_abs_diff": max_abs}
+    """KernelBench's check (same shapes, ``allclose(atol=tol, rtol=tol)`` on every output): the
+    judge's ``kernelbench`` mode, for the compiled reference and the ``--isolation process`` path."""
+    from ..judge.compare import compare_outputs
+
+    return compare_outputs(ref, new, tol, mode="kernelbench").to_dict()
 
 
 _candidates = itertools.count(1)
