@@ -57,12 +57,20 @@ def suite(tmp: Path, trials: int) -> dict:
         "honest": sum(x["honest"] for x in rows), "mismatches": bad, "gpu": doc.get("gpu")}
 
 
-def kernelbench(level: Path, tmp: Path, trials: int) -> dict:
+def kernelbench(level: Path, tmp: Path, trials: int, limit: int | None = None, keep: Path | None = None) -> dict:
+    tasks = sorted(level.glob("*.py"))
+    if limit and limit < len(tasks):  # an even spread over the level, not its first files
+        tasks = [tasks[round(i * len(tasks) / limit)] for i in range(limit)]
+        sub = tmp / "kb-tasks"
+        sub.mkdir()
+        for task in tasks:
+            (sub / task.name).write_text(task.read_text())
+        level = sub
     cands = tmp / "kb-candidates"
     cands.mkdir()
-    for task in sorted(level.glob("*.py")):
+    for task in tasks:
         (cands / task.name).write_text(task.read_text() + "\n\nModelNew = Model  # honest: the reference itself\n")
-    out = tmp / "kb.json"
+    out = keep or tmp / "kb.json"  # kept: a run cut short still leaves the tasks it finished
     rc, wall = _analyze([str(level), "--new", str(cands), "--time", "--trials", str(trials), "--json", str(out),
                          "--no-progress"])
     doc = json.loads(out.read_text())
@@ -92,6 +100,8 @@ def main() -> int:
     ap.add_argument("--kernelbench", type=Path)
     ap.add_argument("--trials", type=int, default=100, help="timed trials per candidate of the suite")
     ap.add_argument("--kb-trials", type=int, default=100, help="timed trials per task of KernelBench (its default)")
+    ap.add_argument("--kb-limit", type=int, help="time this many tasks of the level, evenly spread (default all)")
+    ap.add_argument("--kb-json", type=Path, help="also keep the KernelBench batch's own JSON here")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -99,7 +109,7 @@ def main() -> int:
                   "suite": suite(tmp, a.trials)}
         Path(a.out).write_text(json.dumps(result, indent=1) + "\n")  # kept if the second part is cut short
         if a.kernelbench:
-            result["kernelbench_level1_honest"] = kernelbench(a.kernelbench, tmp, a.kb_trials)
+            result["kernelbench_level1_honest"] = kernelbench(a.kernelbench, tmp, a.kb_trials, a.kb_limit, a.kb_json)
     Path(a.out).write_text(json.dumps(result, indent=1) + "\n")
     s = result["suite"]
     print(f"judge suite: {s['cheats_refused']}/{s['cheats']} cheats refused, {s['honest_correct']}/{s['honest']} "

@@ -23,8 +23,9 @@ def timed(tmp_path_factory):
     cli.main(["analyze", str(tasks), "--new", str(cands), "--time", "--trials", "30", "--json", str(out),
               "--no-progress"])
     doc = json.loads(out.read_text())
-    got = {}
+    got: dict = {"_tasks": {}}
     for r in doc["tasks"]:
+        got["_tasks"][r["task"].split("/")[-1].removesuffix(".py")] = r
         for c in r.get("candidates") or ():
             got[by_label[f"{r['task'].split('/')[-1]}:{c['sample']}"].candidate] = c
     return got
@@ -32,6 +33,10 @@ def timed(tmp_path_factory):
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.candidate)
 def test_verdict_on_the_gpu(timed, case):
+    if case.candidate not in timed:  # say why: the task's own row (its failure), not a KeyError
+        row = timed["_tasks"].get(case.task) or {}
+        pytest.fail(f"{case.candidate}: no candidate row; task {case.task}: status {row.get('status')!r}, "
+                    f"error {row.get('error')!r}, {len(row.get('candidates') or ())} candidate(s)")
     c = timed[case.candidate]
     assert c["verdict"] in case.verdicts, f"{case.candidate}: {c['verdict']} ({c.get('reason')})"
     if case.defence is not None:

@@ -36,9 +36,12 @@ from .streams import check_all_streams
 
 TIMED_CHECKS = 3
 TIMED_KINDS = ("fresh", "in-place", "in-place")
-# A call on fresh values in place that takes this much longer than the timed calls' p90 (and 10 us
-# more) means the other timed calls did less work: they replayed something computed before.
-_REPLAY_FACTOR, _REPLAY_MS = 2.0, 0.010
+# A call on fresh values in place that takes this much longer than the timed calls' median (and
+# 10 us more) means the other timed calls did less work: they replayed something computed before.
+# The median, not the p90: the checked calls are timed trials too, and with 30 trials (or the 10 an
+# adaptive run may stop at) their 3 are the top tenth, so a p90 is their own time (seen on the H200,
+# 2026-12-02: a content-keyed cache at 0.10 ms median against 0.34 ms for the real product passed).
+_REPLAY_FACTOR, _REPLAY_MS = 1.5, 0.010
 
 
 def draw_seed() -> int:
@@ -296,15 +299,15 @@ class Judge:
 def replay_evidence(checked_ms: list[float], timing: dict[str, Any]) -> str | None:
     """Why the timed calls look like replays, or None: the calls on new values written in place
     (same tensors, same addresses: an honest kernel takes as long as on any other trial) took far
-    longer than the timed calls' p90. The fastest such call is used, so one slow outlier is not
+    longer than the timed calls' median. The fastest such call is used, so one slow outlier is not
     enough."""
-    p90 = timing.get("p90_ms")
-    if not checked_ms or not p90:
+    median = timing.get("median_ms")
+    if not checked_ms or not median:
         return None
     fastest = min(checked_ms)
-    if fastest > _REPLAY_FACTOR * p90 + _REPLAY_MS:
-        return (f"the timed calls on new values took {fastest:.4g} ms, the other timed calls {p90:.4g} ms "
-                f"(p90): the timed calls reuse work done before instead of computing")
+    if fastest > _REPLAY_FACTOR * median + _REPLAY_MS:
+        return (f"the timed calls on new values took {fastest:.4g} ms, the other timed calls {median:.4g} ms "
+                f"(median): the timed calls reuse work done before instead of computing")
     return None
 
 
