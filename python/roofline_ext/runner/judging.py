@@ -20,20 +20,22 @@ from .candidates import Candidate
 
 def judge_kernel(task: str | os.PathLike, candidate: str | os.PathLike, *, time: bool = False,
                  gpu: str | None = None, mode: str = "strict", seed: int | None = None,
-                 correct_trials: int = 5, trials: int = 100, device: int = 0) -> dict[str, Any]:
+                 correct_trials: int = 5, trials: int | None = None, device: int = 0) -> dict[str, Any]:
     """Judge ``candidate`` (a file defining ``ModelNew``) against ``task``; with ``time`` also time
     and score it on GPU ``device``. Returns the candidate's record: ``verdict`` (``correct``,
     ``incorrect``, ``invalid``, ``below_floor``, ``error``), ``reason``, ``defence``, ``judgement``
     (with the seed that replays the run) and, when timed and correct, ``t_new_ms``, ``speedup`` and
     per roof ``roofs.<roof>.score``. Raises :class:`~roofline_ext.errors.UserError` for bad
-    arguments and :class:`~roofline_ext.errors.GpuUnavailableError` for ``time`` without a GPU."""
+    arguments and :class:`~roofline_ext.errors.GpuUnavailableError` for ``time`` without a GPU.
+    ``trials`` None times adaptively, as ``analyze --time`` does by default (the 95% interval of the
+    median within +-0.5%, capped at 1 s per variant); N times exactly N trials, as KernelBench does."""
     task_path, cand_path = Path(task), Path(candidate)
     for what, p in (("task", task_path), ("candidate", cand_path)):
         if not p.is_file():
             raise UserError(f"{p}: the {what} must be a regular file")
     if mode not in JUDGE_MODES:
         raise UserError(f"judge mode {mode!r}: choose one of {', '.join(JUDGE_MODES)}")
-    if correct_trials < 1 or trials < 1:
+    if correct_trials < 1 or (trials is not None and trials < 1):
         raise UserError("correct_trials and trials must be at least 1")
     timing = None
     if time:
