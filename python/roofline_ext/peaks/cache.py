@@ -5,7 +5,9 @@ an exclusive ``filelock`` lock, so two calibrations finishing together leave one
 never a mix. A file that does not parse, that another schema wrote, whose peaks are not finite
 positive numbers within what a GPU can do, or whose objects have the wrong shape is ignored with one
 line naming it and the reason (the key, as a JSON pointer): a stale or damaged cache must never
-silently change a floor, and never stop a command. It is read by the bounded reader of
+silently change a floor, and never stop a command. Those rules are
+:meth:`CalibrationRecord.from_dict <roofline_ext.peaks.record.CalibrationRecord.from_dict>`: every
+read goes through the record (``load_record``), and ``load`` hands its document on. It is read by the bounded reader of
 :mod:`roofline_ext.inputs` (regular files only, at most :data:`MAX_FILE_BYTES`, nesting bounded):
 a FIFO, a device or a deeply nested file in the cache cannot hang or crash every ``analyze``.
 
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import re
 import sys
@@ -27,21 +28,16 @@ from typing import Any, Iterator, Mapping
 
 from ..errors import UserError
 from ..inputs import read_json
-from ..schema import NUMBER, problem
 from .measured import MeasuredPeaks
-from .units import PEAK_KEYS, ROOFLINE_PEAK_KEYS, UNITS
+# Re-exported: the schema version, the regimes, the bounds and the shape are the record's, and
+# callers have always found them here.
+from .record import (MIN_PEAK, REGIMES, SCHEMA_VERSION, SHAPE, CalibrationError, CalibrationRecord,  # noqa: F401
+                     problem_of)
 
 __all__ = [
     "SCHEMA_VERSION", "REGIMES", "CACHE_ENV", "cache_dir", "cache_path", "raw_path", "save", "load",
-    "load_file", "list_cached", "find_cached", "cached_peaks", "validate", "warn",
+    "load_file", "load_record", "load_record_file", "list_cached", "find_cached", "cached_peaks", "validate", "warn",
 ]
-
-#: Bumped whenever the layout of a calibration changes incompatibly; older files are then ignored
-#: (with a warning) instead of being misread.
-SCHEMA_VERSION = 1
-
-#: Which measured figures a roofline can use: short runs at boost clocks, or settled after minutes.
-REGIMES = ("burst", "sustained")
 
 #: Environment variable that moves the cache (tests, shared lab machines, read-only homes).
 CACHE_ENV = "ROOFLINE_EXT_CACHE_DIR"
@@ -54,29 +50,6 @@ _RAW_SUFFIX = ".raw.json"
 _LOCK_TIMEOUT_S = 60.0
 #: A cache file is a few kilobytes; its raw sweeps go elsewhere.
 MAX_FILE_BYTES = 4 * 2**20
-#: No GPU's peak is below this (TB/s, TFLOP/s, TOPS; the slowest FP64 of a GeForce is ~0.1): a
-#: smaller one is a broken file (a 1e-300 TB/s roof would print a floor of 300 digits).
-MIN_PEAK = 1e-3
-
-_ENTRY = {"value": NUMBER, "best": NUMBER, "cv": NUMBER, "clock_derived": NUMBER, "clock_derived_max": NUMBER,
-          "ratio_to_burst": NUMBER, "label": str, "unit": str, "path": str, "points": {"*": NUMBER},
-          "sm_clock_mhz": NUMBER, "mem_clock_mhz": NUMBER, "power_w": NUMBER, "fraction_of_datasheet": NUMBER,
-          "fraction_of_clock_derived": NUMBER}
-#: What the readers of a calibration (the roofline, the tables, the charts, the report) open by key.
-SHAPE = {
-    "schema_version": int, "date": str, "mode": str, "fixture": str, "wall_s": NUMBER,
-    "gpu": {"uuid": str, "name": str, "index": int, "sm_count": int, "compute_capability": str,
-            "max_sm_clock_mhz": NUMBER, "max_mem_clock_mhz": NUMBER, "memory_bus_width_bits": int,
-            "power_limit_w": NUMBER},
-    "peaks": {"*": {"*": NUMBER}},
-    "burst": {"entries": {"*": _ENTRY}}, "sustained": {"entries": {"*": _ENTRY}},
-    "hostlink": {"h2d": {"value": NUMBER, "cv": NUMBER, "label": str},
-                 "d2h": {"value": NUMBER, "cv": NUMBER, "label": str}, "link": {}},
-    "datasheet": {"peaks": {"*": NUMBER}},
-    "timing": {"total_s": NUMBER, "budget_s": NUMBER, "burst_s": NUMBER, "sustained_s": NUMBER}, "warnings": [str],
-}
-
-
 def warn(message: str) -> None:
     """One line on stderr, ``roofline-ext: warning: ...``: a cache problem is worth a word, never a
     stop, and never Python's two-line warning format."""
@@ -167,83 +140,11 @@ def _write_atomic(path: Path, text: str) -> None:
     _fsync_dir(path.parent)
 
 
-def _is_peak(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
-
-
 def validate(cal: Any) -> str | None:
-    """Why ``cal`` is not a usable calibration of this schema, or None if it is.
-
-    Every peak must be a finite positive number; where the calibration recorded the clock-derived
-    ceiling of an entry, the peak may not exceed it by more than 10% (a figure above the hardware's
-    own limit is a broken file or a broken measurement, and would make a floor nobody can reach).
-    """
-    if not isinstance(cal, dict):
-        return f"not a JSON object but {type(cal).__name__}"
-    version = cal.get("schema_version")
-    if version != SCHEMA_VERSION:
-        return f"schema version {version!r}, this roofline-ext reads {SCHEMA_VERSION}"
-    gpu = cal.get("gpu")
-    if not isinstance(gpu, dict) or not isinstance(gpu.get("uuid"), str) or not gpu.get("uuid"):
-        return "no gpu.uuid"
-    peaks = cal.get("peaks")
-    if not isinstance(peaks, dict) or not isinstance(peaks.get("burst"), dict):
-        return "no peaks.burst"
-    for regime, mapping in peaks.items():
-        if not isinstance(mapping, dict):
-            return f"peaks.{regime} is not an object"
-        for key, value in mapping.items():
-            if value is not None and not _is_peak(value):
-                return f"peaks.{regime}.{key} is {value!r}, not a finite positive number"
-            if value is not None and value < MIN_PEAK:
-                return f"peaks.{regime}.{key} = {value:g} is below {MIN_PEAK:g}, slower than any GPU"
-            ceiling = _ceiling(cal, regime, key)
-            if value is not None and ceiling is not None and value > 1.10 * ceiling:
-                return (f"peaks.{regime}.{key} = {value:g} is above its clock-derived ceiling "
-                        f"{ceiling:g} (+10%), which no card reaches")
-    # Last, so that the peaks' own rules say what is wrong with a peak: the shape of everything else.
-    return problem(cal, SHAPE)
-
-
-def _ceiling(cal: Mapping[str, Any], regime: str, key: str) -> float | None:
-    """The clock-derived ceiling of a peak key (at boost clock: the highest a card can reach): the
-    one the calibration recorded; else the one its GPU record implies (a hand-edited file without
-    entries); else the datasheet figure of its part. None when nothing bounds it."""
-    from .units import entry_key
-
-    entries = ((cal.get(regime) or {}).get("entries") or {}) if isinstance(cal.get(regime), dict) else {}
-    entry = entries.get(entry_key(key)) if isinstance(entries, dict) else None
-    if isinstance(entry, dict):
-        recorded = [float(entry[f]) for f in ("clock_derived_max", "clock_derived") if _is_peak(entry.get(f))]
-        if recorded:
-            return max(recorded)
-    raw_gpu = cal.get("gpu")
-    gpu: Mapping[str, Any] = raw_gpu if isinstance(raw_gpu, dict) else {}
-    return _device_ceiling(gpu, key) or _datasheet_ceiling(gpu.get("name"), key)
-
-
-def _device_ceiling(gpu: Mapping[str, Any], key: str) -> float | None:
-    from .derived import _cc_tuple, derived_peaks
-
-    try:
-        major, minor = _cc_tuple(gpu.get("compute_capability"))
-        derived = derived_peaks(major, minor, gpu.get("sm_count"), gpu.get("max_sm_clock_mhz"),
-                                gpu.get("max_mem_clock_mhz"), gpu.get("memory_bus_width_bits"),
-                                consumer="geforce" in str(gpu.get("name", "")).lower())
-    except (TypeError, ValueError):  # no or a malformed record: nothing to derive from
-        return None
-    value = derived.bandwidth_tbps if key == "bandwidth_tbps" else getattr(derived, key, None)
-    return value if _is_peak(value) else None
-
-
-def _datasheet_ceiling(name: Any, key: str) -> float | None:
-    from .datasheet import lookup
-
-    sku = lookup(name) if isinstance(name, str) else None
-    if sku is None:
-        return None
-    value = sku.bandwidth_tbps if key == "bandwidth_tbps" else sku.peak(key) if key in UNITS else None
-    return value if _is_peak(value) else None
+    """Why ``cal`` is not a usable calibration of this schema, or None if it is: the rules of
+    :meth:`CalibrationRecord.from_dict <roofline_ext.peaks.record.CalibrationRecord.from_dict>`
+    (:func:`roofline_ext.peaks.record.problem_of`), which every read of the cache goes through."""
+    return problem_of(cal)
 
 
 def save(cal: Mapping[str, Any]) -> Path:
@@ -253,10 +154,11 @@ def save(cal: Mapping[str, Any]) -> Path:
     concurrent ``save`` of the same GPU waits, and whichever finishes last wins whole. Raises
     ``ValueError`` for a dict that is not a calibration of this schema.
     """
-    problem = validate(cal)
-    if problem:
-        raise ValueError(f"not a calibration: {problem}")
-    uuid = cal["gpu"]["uuid"]
+    try:
+        record = CalibrationRecord.from_dict(cal)
+    except CalibrationError as exc:
+        raise CalibrationError(f"not a calibration: {exc}") from exc
+    uuid = str(record.gpu.uuid)  # from_dict: a non-empty string
     path = cache_path(uuid)
     small = {k: v for k, v in cal.items() if k != "raw" and not k.startswith("_")}
     # allow_nan=False: NaN is not JSON and would make the file unreadable by strict parsers.
@@ -269,9 +171,10 @@ def save(cal: Mapping[str, Any]) -> Path:
     return path
 
 
-def load_file(path: str | os.PathLike) -> dict | None:
-    """A calibration read from ``path``; None (with one warning line naming the file) when it is
-    missing, corrupt, of another schema or holds impossible peaks."""
+def load_record_file(path: str | os.PathLike) -> CalibrationRecord | None:
+    """The calibration read from ``path``, validated (:meth:`CalibrationRecord.from_dict`); None
+    (with one warning line naming the file) when it is missing, corrupt, of another schema or
+    holds impossible peaks."""
     path = Path(path)
     if not os.path.lexists(path):
         return None
@@ -283,21 +186,33 @@ def load_file(path: str | os.PathLike) -> dict | None:
         why = str(exc).removeprefix(f"{path}: ").replace("not valid JSON", "corrupt JSON", 1)
         warn(f"ignoring calibration file {path}: {why}; run 'roofline-ext calibrate' to replace it")
         return None
-    problem = validate(cal)
-    if problem:
-        warn(f"ignoring calibration file {path}: {problem}; run 'roofline-ext calibrate' to replace it")
+    try:
+        return CalibrationRecord.from_dict(cal)
+    except CalibrationError as exc:
+        warn(f"ignoring calibration file {path}: {exc}; run 'roofline-ext calibrate' to replace it")
         return None
-    return cal
+
+
+def load_file(path: str | os.PathLike) -> dict | None:
+    """:func:`load_record_file` as the JSON document (what the dict readers above this layer take)."""
+    record = load_record_file(path)
+    return record.to_dict() if record is not None else None
+
+
+def load_record(uuid: str) -> CalibrationRecord | None:
+    """The cached calibration of the GPU with this UUID, or None (see :func:`load_record_file`)."""
+    path = cache_path(uuid)
+    record = load_record_file(path)
+    if record is not None and record.gpu.uuid != uuid:
+        warn(f"ignoring calibration file {path}: it belongs to {record.gpu.uuid}, not {uuid}")
+        return None
+    return record
 
 
 def load(uuid: str) -> dict | None:
-    """The cached calibration of the GPU with this UUID, or None (see :func:`load_file`)."""
-    path = cache_path(uuid)
-    cal = load_file(path)
-    if cal is not None and cal["gpu"]["uuid"] != uuid:
-        warn(f"ignoring calibration file {path}: it belongs to {cal['gpu']['uuid']}, not {uuid}")
-        return None
-    return cal
+    """:func:`load_record` as the JSON document."""
+    record = load_record(uuid)
+    return record.to_dict() if record is not None else None
 
 
 def list_cached() -> list[dict]:
@@ -344,51 +259,9 @@ def find_cached(*, uuid: str | None = None, gpu_name: str | None = None) -> dict
 
 
 def measured_peaks_of(cal: Mapping[str, Any], regime: str) -> MeasuredPeaks | None:
-    """The peaks ``roofline(measured=...)`` takes from one calibration and regime, or None.
-
-    Only the keys the roofline model uses (``ROOFLINE_PEAK_KEYS``; today no L2): the model refuses
-    keys it does not know, so that a typo never silently drops a roof.
-    """
-    mapping = (cal.get("peaks") or {}).get(regime) or {}
-    values = {k: float(v) for k, v in mapping.items()
-              if k in PEAK_KEYS and k in ROOFLINE_PEAK_KEYS and v is not None}
-    if not values:
-        return None
-    gpu = cal.get("gpu") or {}
-    mix, note = _mix_envelope(cal, regime)
-    return MeasuredPeaks(peaks=values, regime=regime, uuid=gpu.get("uuid"), gpu_name=gpu.get("name"),
-                         date=cal.get("date"), mode=cal.get("mode"), mix=mix, mix_note=note)
-
-
-def _mix_envelope(cal: Mapping[str, Any], regime: str) -> tuple[dict[str, float] | None, str | None]:
-    """The read:write envelope the measured HBM roof is read from, for one regime, and a note when
-    it is not the burst sweep itself; (None, None) without a sweep.
-
-    Points that are not finite positive figures, or that lie above the HBM ceiling (+10%, as for
-    peaks), are left out. The sweep is a burst measurement; the sustained phase runs one pattern,
-    so the sustained envelope is the burst one scaled by that pattern's sustained/burst ratio (HBM
-    slows by the same factor at every mix only approximately, hence the note)."""
-    entries = ((cal.get("burst") or {}).get("entries") or {}) if isinstance(cal.get("burst"), Mapping) else {}
-    entry = entries.get("hbm_mix") if isinstance(entries, Mapping) else None
-    points = entry.get("points") if isinstance(entry, Mapping) else None
-    if not isinstance(points, Mapping):
-        return None, None
-    ceiling = _ceiling(cal, "burst", "bandwidth_tbps")
-    envelope = {str(k): float(v) for k, v in points.items()
-                if _is_peak(v) and (ceiling is None or v <= 1.10 * ceiling)}
-    if not envelope:
-        return None, None
-    if regime == "burst":
-        return envelope, None
-    sustained = ((cal.get("sustained") or {}).get("entries") or {}).get("hbm") \
-        if isinstance(cal.get("sustained"), Mapping) else None
-    if not isinstance(sustained, Mapping) or not _is_peak(sustained.get("ratio_to_burst")):
-        return None, None
-    ratio = float(sustained["ratio_to_burst"])
-    pattern = sustained.get("path") or "HBM"
-    return ({k: v * ratio for k, v in envelope.items()},
-            f"the burst read:write envelope x {ratio:.3f}, the sustained/burst ratio of {pattern} "
-            "(the sustained phase runs that one pattern)")
+    """The peaks ``roofline(measured=...)`` takes from one calibration and regime, or None
+    (:meth:`CalibrationRecord.measured_peaks <roofline_ext.peaks.record.CalibrationRecord.measured_peaks>`)."""
+    return CalibrationRecord.read(cal).measured_peaks(regime)
 
 
 def cached_peaks(*, uuid: str | None = None, gpu_name: str | None = None,
