@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol
 
 from ..errors import UserError
+from ..peaks.record import CalibrationRecord
 
 #: Order of the measurements (BF16 first: it is the one most sensitive to a warm card).
 ORDER = ("bf16", "fp32", "hbm_read", "hbm_copy", "h2d", "d2h")
@@ -68,19 +69,17 @@ def hbm_buffer_bytes(l2_bytes: int | None, free_bytes: int | None) -> int:
     return size
 
 
-def calibration_entries(cal: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return ((cal or {}).get("burst") or {}).get("entries") or {}
+def calibration_record(cal: Mapping[str, Any] | None) -> CalibrationRecord:
+    """The card's calibration as a record, as stored (a backend hands it over; an empty one for None)."""
+    return CalibrationRecord.read(cal or {})
 
 
 def hbm_config(cal: Mapping[str, Any] | None, pattern: str) -> dict[str, Any]:
     """The calibration's winning configuration of ``pattern``, else the default list's first."""
     from ..measure.bandwidth import CONFIG_KEYS, DEFAULT_CONFIGS
 
-    hbm = calibration_entries(cal).get("hbm") or {}
-    cfg = ((hbm.get("patterns") or {}).get(pattern) or {}).get("config")
-    if not cfg and hbm.get("path") == pattern:
-        cfg = hbm.get("config")
-    cfg = cfg or DEFAULT_CONFIGS[pattern][0]
+    hbm = calibration_record(cal).entry("hbm")
+    cfg = (hbm.pattern_config(pattern) if hbm is not None else None) or DEFAULT_CONFIGS[pattern][0]
     return {k: v for k, v in dict(cfg).items() if k in CONFIG_KEYS}
 
 
@@ -91,9 +90,9 @@ def compute_setup(cal: Mapping[str, Any] | None, precision: str,
     if not supported:
         reasons = "; ".join(f"{p}: {c.get('reason')}" for p, c in (caps.get(precision) or {}).items())
         return reasons or f"this build reports no path for {precision}"
-    entry = calibration_entries(cal).get(precision) or {}
-    if entry.get("path") in supported:
-        return {"precision": precision, "path": entry["path"], "config": dict(entry.get("config") or {})}
+    entry = calibration_record(cal).entry(precision)
+    if entry is not None and entry.path in supported:
+        return {"precision": precision, "path": entry.path, "config": dict(entry.config)}
     path = next(p for p in _PATH_PREFERENCE if p in supported)
     return {"precision": precision, "path": path, "config": {}}
 

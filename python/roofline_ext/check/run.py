@@ -29,7 +29,7 @@ from ..errors import GpuUnavailableError, RooflineError, UserError
 from ..peaks.reference import CHECK_METRICS, HOSTLINK_FRACTION, METRIC_LABELS, reference_for
 from .plan import (COMPUTE_REPS, COMPUTE_TARGET_MS, COMPUTE_WARMUP, HBM_MIN_BYTES, HBM_REPS,  # noqa: F401 (re-exported)
                    HBM_WARMUP, HOSTLINK_BYTES, HOSTLINK_REPS, HOSTLINK_WARMUP, ORDER, CheckBackend, CheckProgress,
-                   HBM_PATTERN, Measured, calibration_entries, compute_setup, hbm_buffer_bytes, hbm_config, plan)
+                   HBM_PATTERN, Measured, calibration_record, compute_setup, hbm_buffer_bytes, hbm_config, plan)
 from .result import CheckReport, DeviceCheck
 from .state import situation_of, state_items
 from .tolerances import DEFAULT_TOLERANCES, spread_bound
@@ -42,16 +42,14 @@ def calibrated_value(cal: Mapping[str, Any] | None, metric: str) -> float | None
     """The card's own calibrated figure of a check metric (burst), or None."""
     if not cal:
         return None
+    record = calibration_record(cal)
     if metric in ("h2d", "d2h"):
-        return _positive(((cal.get("hostlink") or {}).get(metric) or {}).get("value"))
+        return _positive(record.hostlink_figure(metric))
     if metric in HBM_PATTERN:
-        hbm = calibration_entries(cal).get("hbm") or {}
-        pattern = HBM_PATTERN[metric]
-        p = (hbm.get("patterns") or {}).get(pattern) or {}
-        if p.get("tbps"):
-            return _positive(p["tbps"])
-        return _positive(hbm.get("value")) if hbm.get("path") == pattern else None
-    return _positive((calibration_entries(cal).get(metric) or {}).get("value"))
+        hbm = record.entry("hbm")
+        return _positive(hbm.pattern_figure(HBM_PATTERN[metric])) if hbm is not None else None
+    entry = record.entry(metric)
+    return _positive(entry.value) if entry is not None else None
 
 
 def _positive(v: Any) -> float | None:

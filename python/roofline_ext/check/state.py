@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ..peaks.hostlink import HostLink
+from ..peaks.record import CalibrationRecord
 from .verdict import IDLE, Situation, StateItem, Verdict
 
 #: Clock-event reasons that slow a card for reasons other than its workload: thermal, the board's
@@ -206,7 +207,7 @@ def mode_items(health: Any, calibration: Mapping[str, Any] | None) -> list[State
     if health.mig_mode == "enabled":
         out.append(StateItem("mig", Verdict.WARN, "MIG is enabled: the figures are one instance's, not the card's",
                              "enabled"))
-    cal_ecc = ((calibration or {}).get("gpu") or {}).get("ecc_mode")
+    cal_ecc = CalibrationRecord.read(calibration).gpu.ecc_mode if calibration else None
     if health.ecc_mode and cal_ecc and health.ecc_mode != cal_ecc:
         out.append(StateItem("ecc_mode", Verdict.WARN, f"ECC is {health.ecc_mode} but was {cal_ecc} when the card "
                              "was calibrated: the comparison does not hold; recalibrate", health.ecc_mode))
