@@ -78,7 +78,7 @@ def hbm_config(cal: Mapping[str, Any] | None, pattern: str) -> dict[str, Any]:
     """The calibration's winning configuration of ``pattern``, else the default list's first."""
     from ..measure.bandwidth import CONFIG_KEYS, DEFAULT_CONFIGS
 
-    hbm = calibration_record(cal).entry("hbm")
+    hbm = calibration_record(cal).burst_entry("hbm")
     cfg = (hbm.pattern_config(pattern) if hbm is not None else None) or DEFAULT_CONFIGS[pattern][0]
     return {k: v for k, v in dict(cfg).items() if k in CONFIG_KEYS}
 
@@ -90,7 +90,7 @@ def compute_setup(cal: Mapping[str, Any] | None, precision: str,
     if not supported:
         reasons = "; ".join(f"{p}: {c.get('reason')}" for p, c in (caps.get(precision) or {}).items())
         return reasons or f"this build reports no path for {precision}"
-    entry = calibration_record(cal).entry(precision)
+    entry = calibration_record(cal).burst_entry(precision)
     if entry is not None and entry.path in supported:
         return {"precision": precision, "path": entry.path, "config": dict(entry.config)}
     path = next(p for p in _PATH_PREFERENCE if p in supported)

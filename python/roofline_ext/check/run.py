@@ -46,9 +46,9 @@ def calibrated_value(cal: Mapping[str, Any] | None, metric: str) -> float | None
     if metric in ("h2d", "d2h"):
         return _positive(record.hostlink_figure(metric))
     if metric in HBM_PATTERN:
-        hbm = record.entry("hbm")
+        hbm = record.burst_entry("hbm")
         return _positive(hbm.pattern_figure(HBM_PATTERN[metric])) if hbm is not None else None
-    entry = record.entry(metric)
+    entry = record.burst_entry(metric)
     return _positive(entry.value) if entry is not None else None
 
 

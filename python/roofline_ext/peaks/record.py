@@ -475,9 +475,17 @@ class CalibrationRecord:
         """One unit's entry (``hbm``, ``fp32``; a peak key such as ``bandwidth_tbps`` names its unit too)."""
         return self.entries(regime).get(entry_key(unit))
 
+    def burst_entry(self, unit: str) -> BurstEntry | None:
+        """One unit's burst entry (:meth:`entry` of the burst regime, typed as such)."""
+        return self.burst.get(entry_key(unit))
+
+    def sustained_entry(self, unit: str) -> SustainedEntry | None:
+        """One unit's sustained entry, None when the sustained phase did not run it."""
+        return self.sustained.get(entry_key(unit))
+
     def sustained_figure(self, unit: str) -> float | None:
         """One unit's sustained figure, or None when the sustained phase did not run it."""
-        entry = self.sustained.get(entry_key(unit))
+        entry = self.sustained_entry(unit)
         return entry.value if entry is not None else None
 
     def hostlink_figure(self, direction: str) -> float | None:
