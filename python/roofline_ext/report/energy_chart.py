@@ -1,0 +1,169 @@
+"""The energy roofline chart (PNG or SVG, by the file's extension) of a card's energy costs.
+
+Log-log: arithmetic intensity (FLOP per byte of HBM traffic) against energy per FLOP (pJ, above
+idle). A kernel of intensity I spends at least
+
+    E/FLOP(I) = e_flop + e_byte / I
+
+per FLOP, so each precision's compute energy is a horizontal line (``e_flop``), the memory energy a
+slope of -1 (``e_byte / I``; one line per measured HBM pattern, and L2 dotted where measured), and
+their sum, drawn solid per precision, is that precision's energy roofline (the floor of a kernel at
+that intensity, with the cheapest HBM pattern, as ``model/energy.memory_energy`` takes it without a
+read:write split). The two terms are equal at the energy ridge ``I = e_byte / e_flop``: left of it
+moving the data costs more than computing on it. A task is its measured point (filled) above its own
+floor (hollow, from its exact terms), joined by a line; lower is better, and a point under its
+hollow marker is below its floor.
+
+Drawn like the other charts (``report/charts.py``): matplotlib imported at the first chart, an Agg
+canvas of its own (no pyplot, so no backend or open figure of the caller changes), text drawn as
+written (no mathtext), and the file written atomically through ``report/outputs.py``. Every line
+has a ``gid``: ``energy:<key>:compute``, ``energy:<key>:combined``, ``energy:<pattern>:memory``,
+``energy:task:<label>``.
+"""
+from __future__ import annotations
+
+import io
+import math
+import os
+import textwrap
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from ..errors import UserError
+from ..model.energy import COMPUTE_KEYS, HBM_KEYS, EnergyCosts, TaskEnergy
+from .charts import _check_path, _matplotlib, literal_text
+from .outputs import write_bytes
+
+__all__ = ["plot_energy_roofline", "energy_figure"]
+
+# The palette of charts.py's ceilings, so one precision has one colour across the charts.
+_COLOURS = {"fp64": "#7f7f7f", "fp32": "#2ca02c", "tf32": "#ff7f0e", "fp16": "#d62728", "bf16": "#e377c2",
+            "fp8": "#9467bd", "int8": "#8c564b"}
+_LABELS = {"fp64": "FP64", "fp32": "FP32", "tf32": "TF32", "fp16": "FP16", "bf16": "BF16", "fp8": "FP8",
+           "int8": "INT8 (per OP)"}
+_MEMORY_STYLE = {"hbm_read": ("#1f4e9c", (0, (6, 2))), "hbm_write": ("#1f4e9c", (0, (2, 2))),
+                 "hbm_copy": ("#1f4e9c", "-"), "l2": ("#3fa7d6", ":")}
+_MEMORY_LABELS = {"hbm_read": "HBM read", "hbm_write": "HBM write", "hbm_copy": "HBM copy", "l2": "L2"}
+
+
+def _pj(j: float) -> float:
+    return j * 1e12
+
+
+def _limits(e_flop: Sequence[float], e_byte: Sequence[float], tasks: Sequence[TaskEnergy]
+            ) -> tuple[float, float, float, float]:
+    """From well left of the lowest energy ridge to well right of the highest, and every task."""
+    ridges = [b / f for f in e_flop for b in e_byte]
+    xs = ridges + [x for t in tasks if math.isfinite(x := t.floor.arithmetic_intensity) and x > 0]
+    if not xs:
+        xs = [1.0, 256.0]
+    x_lo = 2.0 ** math.floor(math.log2(min(xs) / 16))
+    x_hi = 2.0 ** math.ceil(math.log2(max(xs) * 16))
+    # The floor of the axis is the cheapest compute line: the memory lines go on falling to the
+    # right, but below every compute line no kernel that computes anything can sit.
+    ys = list(e_flop) or [b / x_hi for b in e_byte]
+    ys += [y for t in tasks for y in (t.pj_per_flop, t.floor.pj_per_flop) if y is not None and y > 0]
+    tops = [b / x_lo for b in e_byte] + [f * 4 for f in e_flop]
+    tops += [y for t in tasks for y in (t.pj_per_flop, t.floor.pj_per_flop) if y is not None and y > 0]
+    y_lo = 10 ** math.floor(math.log10(min(ys) / 4))
+    y_hi = 10 ** math.ceil(math.log10(max(tops) * 1.5))
+    return x_lo, x_hi, y_lo, y_hi
+
+
+def energy_figure(costs: EnergyCosts, *, title: str, subtitle: str = "", tasks: Iterable[TaskEnergy] = ()) -> Any:
+    """The matplotlib Figure :func:`plot_energy_roofline` writes (same arguments, no path)."""
+    Figure, FigureCanvasAgg, Line2D, FuncFormatter, LogLocator = _matplotlib()
+    points = list(tasks)
+    compute = [(k, c) for k in COMPUTE_KEYS if (c := costs.get(k)) is not None]
+    memory = [(k, c) for k in (*HBM_KEYS, "l2") if (c := costs.get(k)) is not None]
+    hbm = [c for k, c in memory if k in HBM_KEYS]
+    if not compute and not memory:
+        raise UserError("no energy costs to draw: the calibration measured no energy per FLOP or per byte")
+    e_byte = min((_pj(c.j_per_unit) for c in hbm), default=None)  # the floor's pattern without a split
+    x_lo, x_hi, y_lo, y_hi = _limits([_pj(c.j_per_unit) for _, c in compute],
+                                     [_pj(c.j_per_unit) for _, c in memory], points)
+
+    fig = Figure(figsize=(10.5, 6.8), dpi=150)
+    FigureCanvasAgg(fig)
+    fig.subplots_adjust(left=0.08, right=0.975, bottom=0.09, top=0.885)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo, y_hi)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}" if v > 0 else ""))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}" if v > 0 else ""))
+    ax.yaxis.set_major_locator(LogLocator(base=10))
+    ax.grid(True, which="major", color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte of HBM traffic)")
+    ax.set_ylabel("energy per FLOP above idle (pJ)")
+    fig.suptitle(title, x=0.08, y=0.975, ha="left", fontsize=13, fontweight="bold")
+    idle = f"idle {costs.idle_w:.0f} W, not included; " if costs.idle_w is not None else ""
+    sub = (f"{subtitle + '; ' if subtitle else ''}{idle}each cost is the lowest any measured kernel reached; "
+           "a card held at lower clocks can be more frugal still")
+    fig.text(0.08, 0.905, textwrap.fill(sub, 150), ha="left", va="bottom", fontsize=8.5, color="#555555")
+
+    grid = [x_lo * (x_hi / x_lo) ** (i / 240) for i in range(241)]
+    for key, c in memory:
+        colour, style = _MEMORY_STYLE[key]
+        e = _pj(c.j_per_unit)
+        ax.plot(grid, [e / x for x in grid], color=colour, linestyle=style, linewidth=1.1, alpha=0.8,
+                gid=f"energy:{key}:memory", label=f"{_MEMORY_LABELS[key]} {e:.3g} pJ/byte ({c.source})")
+    for key, c in compute:
+        colour = _COLOURS[key]
+        e = _pj(c.j_per_unit)
+        ax.axhline(e, color=colour, linestyle=(0, (5, 3)), linewidth=0.9, alpha=0.7, gid=f"energy:{key}:compute")
+        if e_byte is not None:
+            ax.plot(grid, [e + e_byte / x for x in grid], color=colour, linewidth=1.8, gid=f"energy:{key}:combined",
+                    label=f"{_LABELS[key]} {e:.3g} pJ/FLOP + HBM ({c.source})")
+            ridge = e_byte / e
+            if x_lo <= ridge <= x_hi:
+                ax.plot([ridge], [2 * e], marker="o", color=colour, markersize=4, zorder=4)
+        else:
+            ax.plot([], [], color=colour, linestyle=(0, (5, 3)), label=f"{_LABELS[key]} {e:.3g} pJ/FLOP ({c.source})")
+    for t in points:
+        _draw_task(ax, t)
+    handles, _ = ax.get_legend_handles_labels()
+    handles.append(Line2D([], [], color="#333333", linestyle=(0, (5, 3)), label="compute energy alone (dashed)"))
+    if e_byte is not None and compute:
+        handles.append(Line2D([], [], color="#333333", marker="o", linestyle="none", markersize=4,
+                              label="energy ridge (compute = memory)"))
+    if points:
+        handles.append(Line2D([], [], color="#111111", marker="o", linestyle="none", label="task, measured"))
+        handles.append(Line2D([], [], color="#111111", marker="o", markerfacecolor="none", linestyle="none",
+                              label="task, its energy floor"))
+    ax.legend(handles=handles, loc="lower left", fontsize=7.5, frameon=True, framealpha=0.92)
+    return fig
+
+
+def _draw_task(ax: Any, t: TaskEnergy) -> None:
+    x = t.floor.arithmetic_intensity
+    floor_y, y = t.floor.pj_per_flop, t.pj_per_flop
+    if not (math.isfinite(x) and x > 0) or floor_y is None:
+        return  # no FLOPs or no bytes: no place on these axes
+    colour = "#d62728" if t.below_floor else "#111111"
+    ax.plot([x], [floor_y], marker="o", markerfacecolor="none", color=colour, markersize=8, linestyle="none",
+            zorder=5, gid=f"energy:task:{t.label}:floor")
+    if y is not None and y > 0:
+        ax.plot([x, x], [floor_y, y], color=colour, linewidth=0.8, zorder=4)
+        ax.plot([x], [y], marker="o", color=colour, markersize=6, linestyle="none", zorder=6,
+                gid=f"energy:task:{t.label}")
+    # Measured over floor (the inverse of the fraction): "2.0x its floor" reads at a glance.
+    ratio = f"{1 / t.fraction:.2g}x its floor" if t.fraction else "nothing measured above idle"
+    flag = ", BELOW it" if t.below_floor else ""
+    ax.annotate(f"{t.label}: {ratio}{flag}", (x, y if y is not None and y > 0 else floor_y),
+                textcoords="offset points", xytext=(7, 4), fontsize=8, color=colour,
+                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8}, zorder=7)
+
+
+def plot_energy_roofline(costs: EnergyCosts, path: str | os.PathLike, *, title: str, subtitle: str = "",
+                         tasks: Iterable[TaskEnergy] = ()) -> Path:
+    """Draw the energy roofline of ``costs`` (and each task's measured point over its floor) and
+    write it to ``path`` (.png or .svg); returns the path. Names are drawn as written."""
+    path = _check_path(path)
+    with literal_text():
+        fig = energy_figure(costs, title=title, subtitle=subtitle, tasks=tasks)
+        buf = io.BytesIO()
+        fig.savefig(buf, format=path.suffix.lower().lstrip("."))
+    return write_bytes(path, buf.getvalue())
