@@ -227,3 +227,99 @@ def test_calls_on_new_values_far_slower_than_the_rest_mean_replays():
     for checked, median in ((0.0648, 0.0116), (0.0853, 0.0304), (0.0598, 0.0140), (0.0900, 0.0423),
                             (0.0264, 0.0045), (0.0919, 0.0542)):
         assert replay_evidence([checked, checked], {"median_ms": median}) is None, (checked, median)
+
+
+# --- the new-values pass (protocol step 4b), on a fake clock ---------------------------------------
+
+class _Clock:
+    """Events on a clock the candidate advances by the work it does (ms): the pass's arithmetic
+    without a GPU."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def event(self):
+        clock = self
+
+        class _Event:
+            def record(self):
+                self.at = clock.now
+
+            def elapsed_time(self, end):
+                return end.at - self.at
+
+        return _Event()
+
+    def synchronize(self):
+        pass
+
+
+def _judge_for(make_inputs):
+    import torch
+
+    from roofline_ext.judge.guard import Guard
+    from roofline_ext.judge.protocol import Judge
+
+    return Judge(Guard.take(torch.nn.Identity(), ()), torch.nn.Identity(), make_inputs,
+                 lambda f, *a, **k: f(*a), 1e-4)
+
+
+def _inputs(seed):
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(64, 64, generator=g)]
+
+
+def test_a_cache_keyed_on_the_inputs_contents_is_invalid_in_the_new_values_pass():
+    clock = _Clock()
+    cache = {}
+
+    def replaying(x):  # 1 ms of work on values it has not seen, 0.1 ms (a spin) on values it has
+        key = float(x[0, :8].sum())
+        clock.now += 0.1 if key in cache else 1.0
+        cache[key] = x.clone()
+        return cache[key]
+
+    judge = _judge_for(_inputs)
+    args = _inputs(1)
+    replaying(*args)  # the timed loop saw these values
+    assert not judge.new_values(replaying, args, 0.1, lambda: None, events=clock)
+    got = judge.judgement()
+    assert got.verdict.value == "invalid" and got.defence == "timed-output"
+    assert "new values" in got.reason and got.evidence["new_values"]["median_ms"] == 1.0
+
+
+def test_an_honest_candidate_takes_as_long_on_new_values():
+    clock = _Clock()
+
+    def honest(x):
+        clock.now += 1.0
+        return x * 2
+
+    judge = _judge_for(_inputs)
+    assert judge.new_values(honest, _inputs(1), 1.0, lambda: None, events=clock)
+    assert judge.judgement().verdict.value == "correct"
+    assert judge.evidence["new_values"]["trials"] == 8
+
+
+def test_the_new_values_pass_writes_into_the_timed_tensors_and_skips_what_it_cannot_hold(monkeypatch):
+    from roofline_ext.judge import protocol
+
+    clock = _Clock()
+    seen = []
+
+    def recording(x):
+        seen.append((x.data_ptr(), float(x[0, 0])))
+        clock.now += 1.0
+        return x
+
+    judge = _judge_for(_inputs)
+    args = _inputs(1)
+    judge.new_values(recording, args, 1.0, lambda: None, events=clock)
+    assert {ptr for ptr, _ in seen} == {args[0].data_ptr()}   # the same tensor every trial
+    assert len({v for _, v in seen}) == len(seen)              # new values every trial
+    monkeypatch.setattr(protocol, "_NEW_VALUES_BYTES", 2 * 64 * 64 * 4)  # room for two sets only
+    judge = _judge_for(_inputs)
+    assert judge.new_values(recording, _inputs(1), 1.0, lambda: None, events=clock)
+    assert "skipped" in judge.evidence["new_values"]

@@ -15,6 +15,9 @@ The order is the defence (docs/scoring.md, "How a candidate is judged"):
    candidate gets fresh inputs: once a new set at fresh addresses, once new values written into
    the timed tensors in place (same addresses). Their outputs are copied outside the events and
    compared after the timing; a wrong one means the timed calls are not the checked calls.
+   Then a short pass times the candidate on new values in the same tensors, a new set before
+   every trial (:meth:`Judge.new_values`): a candidate that replays what it computed for values it
+   saw before computes on every trial there, and its median gives it away.
 5. The event-timed median is held against an all-stream measure (:mod:`.streams`).
 
 The judge does not import the candidate, build models or make inputs itself: the caller passes
@@ -24,11 +27,13 @@ from __future__ import annotations
 
 import math
 import secrets
+import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 import torch
 
+from ..measure.timing import event_times_ms
 from ..model.verdict import Judgement, Verdict
 from .compare import Comparison, compare_outputs, flatten
 from .guard import Guard, candidate_code, digest
@@ -46,6 +51,15 @@ TIMED_KINDS = ("fresh", "in-place", "in-place")
 # over 1.5x their median there on the H200 (before the events below were made ahead), and the
 # margin is held at about 1.7x that.
 _REPLAY_FACTOR, _REPLAY_MS = 1.5, 0.080
+
+
+# The new-values pass (step 4b): this many trials, each on values the candidate has not seen, in
+# the tensors it was timed on. Its median more than 1.5x the timed median plus 5 us means the timed
+# calls did less work than a call on new values needs. The sets are made before the pass (so no
+# trial waits on the host), within this much memory.
+NEW_VALUE_TRIALS = 8
+_NEW_VALUES_FACTOR, _NEW_VALUES_MS = 1.5, 0.005
+_NEW_VALUES_BYTES = 2 << 30
 
 
 def draw_seed() -> int:
@@ -287,6 +301,52 @@ class Judge:
         self._sync()  # whatever the candidate left running on any stream finishes before the copy
         cap.frozen, cap.refusal = self._freeze(state.pop("out"))
         state["pending"] = None
+
+    # --- the timed calls against calls on new values --------------------------------------------------
+
+    def new_values(self, candidate: Any, args: list[Any], timed_median_ms: float, flush: Callable[[], None],
+                   *, events: Any = None) -> bool:
+        """Time the candidate on new values in the timed tensors (the same addresses, the same
+        sizes), a new set before every trial, measured as the timed loop is: the values written
+        and the L2 flushed before each trial, outside the events, with no synchronise between
+        trials. An honest kernel takes as long as in the timed loop; a candidate that replays what
+        it computed for values it saw before (a cache keyed on the inputs' contents, however it is
+        padded) computes on every trial here. False (and invalid) when the pass is far slower."""
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        size = sum(t.numel() * t.element_size() for t in tensors)
+        budget = _NEW_VALUES_BYTES
+        if self.device.type == "cuda":
+            budget = min(budget, torch.cuda.mem_get_info(self.device)[0] // 4)
+        k = min(NEW_VALUE_TRIALS, budget // size) if size else 0
+        if k < 3:  # no tensor input to change, or no room for three sets: recorded, not a verdict
+            why = "no tensor inputs" if not size else f"{k} set(s) of {size / 2**20:.0f} MiB fit in {budget / 2**20:.0f} MiB"
+            self.evidence["new_values"] = {"skipped": why}
+            return True
+        sets = [self.make_inputs(self.seed + 2000 + i) for i in range(k)]
+        self._sync()
+        step = {"i": 0}
+
+        def before() -> None:
+            fresh = sets[step["i"] % k]
+            step["i"] += 1
+            for a, f in zip(args, fresh):
+                if isinstance(a, torch.Tensor) and isinstance(f, torch.Tensor) and a.shape == f.shape:
+                    a.copy_(f)
+            flush()
+
+        with torch.no_grad(), candidate_code():
+            ms = event_times_ms(lambda: candidate(*args), k, 0, before, events=events)
+        sets.clear()  # the sets are freed before the next step
+        median = statistics.median(ms)
+        record = {"trials": k, "median_ms": median, "timed_median_ms": timed_median_ms,
+                  "limit_ms": _NEW_VALUES_FACTOR * timed_median_ms + _NEW_VALUES_MS}
+        self.evidence["new_values"] = record
+        if median > record["limit_ms"]:
+            self._invalid("timed-output", f"the candidate took {median:.4g} ms per call on new values in the same "
+                                          f"tensors, {timed_median_ms:.4g} ms in the timed loop: the timed calls "
+                                          "reuse work done before instead of computing", new_values=record)
+            return False
+        return self._guarded("after the new-values pass")
 
     # --- all the work ------------------------------------------------------------------------------
 

@@ -390,7 +390,7 @@ def _timed_and_seen(judge, candidate, args, time_fn, trials: Trials, warmup: int
     judge picks its checked trials among the fewest an adaptive run makes (``fewest_trials``), so a
     run that stops early never skips a check."""
     timing = judge.timed(candidate, args, time_fn, trials=fewest_trials(trials), warmup=warmup, flush=flush)
-    if timing is not None:
+    if timing is not None and judge.new_values(candidate, args, timing["median_ms"], flush):
         judge.all_streams(candidate, args, timing["median_ms"], device)
     return timing
 
