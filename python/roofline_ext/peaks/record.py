@@ -235,13 +235,20 @@ class BurstEntry:
     telemetry: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     #: HBM only: each access pattern's best figure, ``{"read": {"tbps", "cv", "config", ...}}``.
     patterns: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
+    #: L2 only: the curve's plateaus (``{"tbps", ...}``; small sets held in the near partition, large
+    #: ones read half across the crossbar) and the curve itself, ``{"MiB": TB/s}``.
+    near_plateau: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    far_plateau: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    curve_mib_tbps: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     doc: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, repr=False)
 
     @classmethod
     def read(cls, key: str, doc: Mapping[str, Any]) -> BurstEntry:
         return cls(key=key, doc=doc, **_entry_fields(doc),
                    fraction_of_datasheet=_number(doc.get("fraction_of_datasheet")),
-                   patterns=MappingProxyType({str(k): _object(v) for k, v in _object(doc.get("patterns")).items()}))
+                   patterns=MappingProxyType({str(k): _object(v) for k, v in _object(doc.get("patterns")).items()}),
+                   near_plateau=_object(doc.get("near_plateau")), far_plateau=_object(doc.get("far_plateau")),
+                   curve_mib_tbps=_object(doc.get("curve_mib_tbps")))
 
     def ceiling(self) -> float | None:
         """The clock-derived ceiling this entry recorded (the larger of its two), or None."""
@@ -509,7 +516,8 @@ class CalibrationRecord:
         """The fastest L2 read rate measured (TB/s), small working sets included (the fastest is what
         an L2-resident op's floor may assume), or None when none was measured."""
         values: list[Any] = [self.peaks(regime).get("l2_bandwidth_tbps")]
-        entry = self.entries(regime).get("l2")
+        # The sustained phase runs no L2 (a sustained entry has no plateaus): its own fields only.
+        entry = self.entry("l2", regime)
         doc = entry.doc if entry is not None else _EMPTY
         values += [doc.get("value"), doc.get("best")]
         for key in ("near_plateau", "far_plateau"):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..peaks.record import BurstEntry, CalibrationRecord, SustainedEntry
 from ..peaks.units import ENTRY_KEYS, peak_label
 
 
@@ -10,18 +11,18 @@ def _pct(x: Any) -> str | None:
     return f"{x:.1%}" if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 
-def _at(entry: Mapping[str, Any], key: str) -> str | None:
+def _at(entry: BurstEntry | SustainedEntry, key: str) -> str | None:
     bits = []
     # HBM bandwidth follows the memory clock; L2 and the compute units follow the SM clock.
     if key == "hbm":
-        if entry.get("mem_clock_mhz"):
-            bits.append(f"mem {entry['mem_clock_mhz']:.0f} MHz")
-    elif entry.get("sm_clock_mhz"):
-        bits.append(f"{entry['sm_clock_mhz']:.0f} MHz")
-        if entry.get("kernel_clock_mhz"):
-            bits[-1] += f" (kernel {entry['kernel_clock_mhz']:.0f})"
-    if entry.get("power_w"):
-        bits.append(f"{entry['power_w']:.0f} W")
+        if entry.mem_clock_mhz:
+            bits.append(f"mem {entry.mem_clock_mhz:.0f} MHz")
+    elif entry.sm_clock_mhz:
+        bits.append(f"{entry.sm_clock_mhz:.0f} MHz")
+        if entry.kernel_clock_mhz:
+            bits[-1] += f" (kernel {entry.kernel_clock_mhz:.0f})"
+    if entry.power_w:
+        bits.append(f"{entry.power_w:.0f} W")
     return ", ".join(bits) or None
 
 
@@ -44,45 +45,44 @@ def summary_rows(cal: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per measured unit, as strings: what the CLI's table shows (burst and sustained side
     by side, each with the clock and power it was reached at; fractions of datasheet and of the
     clock-derived peak; the path/kernel that reached it). Unsupported units say why."""
-    burst = (cal.get("burst") or {}).get("entries") or {}
-    unsupported = (cal.get("burst") or {}).get("unsupported") or {}
-    sustained = ((cal.get("sustained") or {}).get("entries")) or {}
+    record = CalibrationRecord.read(cal)
     rows = []
     for key in ENTRY_KEYS:
-        b, s = burst.get(key), sustained.get(key)
+        b, s = record.burst_entry(key), record.sustained_entry(key)
         if b is None and s is None:
-            if key in unsupported:
+            if key in record.unsupported:
                 rows.append({"key": key, "label": peak_label(key), "burst": "unsupported",
                              "fraction_of_datasheet": None, "fraction_of_clock_derived": None,
                              "burst_at": None, "sustained": None, "sustained_at": None,
-                             "path": str(unsupported[key])})
+                             "path": record.unsupported[key]})
             continue
         row = {"key": key, "label": peak_label(key), "burst": None, "fraction_of_datasheet": None,
                "fraction_of_clock_derived": None, "burst_at": None, "sustained": None,
                "sustained_at": None, "path": None}
-        if b:
-            cv = b.get("cv")
-            row["burst"] = _figure(b.get("value")) + (f" ±{cv:.1%}" if isinstance(cv, (int, float)) else "")
-            row["fraction_of_datasheet"] = _pct(b.get("fraction_of_datasheet"))
-            row["fraction_of_clock_derived"] = _pct(b.get("fraction_of_clock_derived"))
-            at_kernel = _pct(b.get("fraction_of_clock_derived_at_kernel_clock"))
+        # An entry stored as {} (a truncated file) leaves its columns empty, as it always did.
+        if b is not None and b.doc:
+            cv = b.cv
+            row["burst"] = _figure(b.value) + (f" ±{cv:.1%}" if cv is not None else "")
+            row["fraction_of_datasheet"] = _pct(b.fraction_of_datasheet)
+            row["fraction_of_clock_derived"] = _pct(b.fraction_of_clock_derived)
+            at_kernel = _pct(b.fraction_of_clock_derived_at_kernel_clock)
             if at_kernel:
                 row["fraction_of_clock_derived"] = f"{row['fraction_of_clock_derived'] or '-'} (k {at_kernel})"
             row["burst_at"] = _at(b, key)
-            row["path"] = b.get("path")
-        if s:
-            ratio = s.get("ratio_to_burst")
-            row["sustained"] = _figure(s.get("value")) + (f" ({ratio:.0%})" if isinstance(ratio, (int, float)) else "")
+            row["path"] = b.path
+        if s is not None and s.doc:
+            ratio = s.ratio_to_burst
+            row["sustained"] = _figure(s.value) + (f" ({ratio:.0%})" if ratio is not None else "")
             at = _at(s, key)
-            if s.get("settled") is False:
+            if s.settled is False:
                 at = (at + ", " if at else "") + "not settled"
-            throttled = _throttled(s.get("throttle"))
+            throttled = _throttled(s.throttle)
             if throttled:
                 at = (at + ", " if at else "") + throttled
             row["sustained_at"] = at
-            if row["path"] and s.get("path") and s["path"] != row["path"]:
-                row["path"] = f"{row['path']} (sustained: {s['path']})"
-            row["path"] = row["path"] or s.get("path")
+            if row["path"] and s.path and s.path != row["path"]:
+                row["path"] = f"{row['path']} (sustained: {s.path})"
+            row["path"] = row["path"] or s.path
         rows.append(row)
     return rows + hostlink_rows(cal)
 
@@ -90,19 +90,21 @@ def summary_rows(cal: Mapping[str, Any]) -> list[dict[str, Any]]:
 def hostlink_rows(cal: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Rows of the calibration's pinned host<->device copies: the fraction is of the link's
     theoretical rate (PCIe gen x width, or NVLink-C2C), in the clock-derived column."""
-    section = cal.get("hostlink") or {}
-    link = section.get("link") or {}
+    section = CalibrationRecord.read(cal).hostlink
+    if section is None:
+        return []
+    link = section.link
     where = (f"pinned copies, PCIe gen {link.get('gen')} x{link.get('width')}" if link.get("kind") == "pcie"
              else "pinned copies, NVLink-C2C" if link.get("kind") == "c2c" else "pinned copies")
     rows = []
     for key, label in (("h2d", "host->device (GB/s)"), ("d2h", "device->host (GB/s)")):
-        e = section.get(key)
-        if not e:
+        e = section.direction(key)
+        if e is None:
             continue
-        cv = e.get("cv")
+        cv = e.cv
         rows.append({"key": key, "label": label,
-                     "burst": f"{e['value']:.4g}" + (f" ±{cv:.1%}" if isinstance(cv, (int, float)) else ""),
-                     "fraction_of_datasheet": None, "fraction_of_clock_derived": _pct(e.get("fraction_of_theoretical")),
+                     "burst": _figure(e.value) + (f" ±{cv:.1%}" if cv is not None else ""),
+                     "fraction_of_datasheet": None, "fraction_of_clock_derived": _pct(e.fraction_of_theoretical),
                      "burst_at": None, "sustained": None, "sustained_at": None,
-                     "path": where + (f" ({e['theoretical']:.1f} GB/s theoretical)" if e.get("theoretical") else "")})
+                     "path": where + (f" ({e.theoretical:.1f} GB/s theoretical)" if e.theoretical else "")})
     return rows

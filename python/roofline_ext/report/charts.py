@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import UserError
+from ..peaks.record import CalibrationRecord
 from .outputs import write_bytes
 
 __all__ = ["plot_calibration", "plot_task", "plot_roofline", "calibration_roofs", "FORMATS", "ALL_CEILINGS"]
@@ -533,37 +534,37 @@ def _calibration_datasheet(cal: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return _datasheet_peaks_for((cal.get("gpu") or {}).get("name"))
 
 
-def _levels_of(entries: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _levels_of(record: CalibrationRecord) -> list[dict[str, Any]]:
     """The levels above HBM a calibration measured: L2's far and near plateaus (else nothing: the
     single plateau stays the L2 slope) and shared memory beside its clock-derived ceiling."""
-    def mapping(x: Any) -> Mapping[str, Any]:
-        return x if isinstance(x, Mapping) else {}
-
     levels: list[dict[str, Any]] = []
-    l2 = mapping(entries.get("l2"))
-    for name, label in (("far_plateau", "L2 far"), ("near_plateau", "L2 near")):
-        plateau = mapping(l2.get(name))
+    l2, smem = record.burst_entry("l2"), record.burst_entry("smem")
+    for plateau, key, label in (((l2.far_plateau if l2 else {}), "l2_far", "L2 far"),
+                                ((l2.near_plateau if l2 else {}), "l2_near", "L2 near")):
         if _num(plateau.get("tbps")):
-            levels.append({"key": f"l2_{name.split('_')[0]}", "label": label, "measured": plateau["tbps"]})
-    smem = mapping(entries.get("smem"))
-    if _num(smem.get("value")):
-        levels.append({"key": "smem", "label": "shared memory", "measured": smem["value"],
-                       "reference": smem.get("clock_derived"), "reference_label": "SMs x 128 B/clock"})
-    if levels and not any(lv["key"].startswith("l2_") for lv in levels) and _num(l2.get("value")):
-        levels.insert(0, {"key": "l2_far", "label": "L2", "measured": l2["value"]})
+            levels.append({"key": key, "label": label, "measured": plateau["tbps"]})
+    if smem is not None and _num(smem.value):
+        levels.append({"key": "smem", "label": "shared memory", "measured": smem.value,
+                       "reference": smem.clock_derived, "reference_label": "SMs x 128 B/clock"})
+    if levels and not any(lv["key"].startswith("l2_") for lv in levels) and l2 is not None and _num(l2.value):
+        levels.insert(0, {"key": "l2_far", "label": "L2", "measured": l2.value})
     return levels
+
+
+def _peaks_or_none(record: CalibrationRecord, regime: str) -> dict[str, Any] | None:
+    """``peaks.<regime>`` as the plot takes it: a plain dict, None when not measured."""
+    mapping = record.peak_maps.get(regime)
+    return dict(mapping) if mapping is not None else None
 
 
 def calibration_roofs(cal: Mapping[str, Any], *, sustained: bool = True) -> dict[str, Any]:
     """What the hierarchical chart of a calibration draws, as :func:`plot_roofline`'s keyword
     arguments: the datasheet, burst and sustained peaks, every compute unit, the levels above HBM
     (L2 near/far plateaus, shared memory) and the HBM read:write envelope, straight from its JSON."""
-    peaks = cal.get("peaks") or {}
-    entries = (cal.get("burst") or {}).get("entries") or {}
-    mix = entries.get("hbm_mix") if isinstance(entries.get("hbm_mix"), Mapping) else None
-    return {"datasheet": _calibration_datasheet(cal), "measured": peaks.get("burst"),
-            "sustained": peaks.get("sustained") if sustained else None, "ceilings": ALL_CEILINGS,
-            "levels": _levels_of(entries), "mix": (mix or {}).get("points") or None}
+    record = CalibrationRecord.read(cal)
+    return {"datasheet": _calibration_datasheet(cal), "measured": _peaks_or_none(record, "burst"),
+            "sustained": _peaks_or_none(record, "sustained") if sustained else None, "ceilings": ALL_CEILINGS,
+            "levels": _levels_of(record), "mix": (dict(record.mix.points) or None) if record.mix else None}
 
 
 def plot_calibration(cal: Mapping[str, Any] | str | os.PathLike, path: str | os.PathLike, *,
@@ -642,8 +643,9 @@ def plot_task(result: Mapping[str, Any], path: str | os.PathLike,
     measured = None
     subtitle = ""
     if calibration is not None:
-        measured = (calibration.get("peaks") or {}).get(regime)
-        gpu_name = gpu_name or (calibration.get("gpu") or {}).get("name")
+        record = CalibrationRecord.read(calibration)
+        measured = _peaks_or_none(record, regime)
+        gpu_name = gpu_name or record.gpu.name
         subtitle = _calibration_subtitle(calibration)
     elif isinstance(roofs.get("measured"), Mapping):
         # Measured peaks handed to analyze directly: draw the two it used.

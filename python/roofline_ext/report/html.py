@@ -224,38 +224,40 @@ _CAL_HEADERS = ["unit", "burst", "CV", "% datasheet", "% clock-derived", "SM clo
 
 
 def _cal_rows(label: str, base: str, cal: Mapping[str, Any]) -> list[str]:
+    from ..peaks.record import BurstEntry, CalibrationRecord, SustainedEntry
     from ..peaks.units import ENTRY_KEYS, peak_label
 
-    burst = (cal.get("burst") or {}).get("entries") or {}
-    sus = ((cal.get("sustained") or {}).get("entries")) or {}
+    record = CalibrationRecord.read(cal)
     rows = []
     for key in ENTRY_KEYS:
-        b, s = burst.get(key), sus.get(key)
-        if not b and not s:
+        found_b, found_s = record.burst_entry(key), record.sustained_entry(key)
+        # An entry stored as {} is no figure: a unit with neither gets no row.
+        b = found_b if found_b is not None and found_b.doc else BurstEntry(key)
+        s = found_s if found_s is not None and found_s.doc else SustainedEntry(key)
+        if not b.doc and not s.doc:
             continue
-        b, s = b or {}, s or {}
         bp, sp = base + _ptr("burst", "entries", key), base + _ptr("sustained", "entries", key)
         rows.append("".join([
-            cell(peak_label(key)), num(label, bp + "/value", b.get("value")),
-            num(label, bp + "/cv", b.get("cv"), pct(b.get("cv"))),
-            num(label, bp + "/fraction_of_datasheet", b.get("fraction_of_datasheet"), pct(b.get("fraction_of_datasheet"))),
-            num(label, bp + "/fraction_of_clock_derived", b.get("fraction_of_clock_derived"),
-                pct(b.get("fraction_of_clock_derived"))),
-            num(label, bp + "/sm_clock_mhz", b.get("sm_clock_mhz")), num(label, bp + "/mem_clock_mhz", b.get("mem_clock_mhz")),
-            num(label, bp + "/power_w", b.get("power_w")), num(label, sp + "/value", s.get("value")),
-            num(label, sp + "/sm_clock_mhz", s.get("sm_clock_mhz")), num(label, sp + "/power_w", s.get("power_w")),
-            cell(b.get("path") or s.get("path"))]))
-    link = cal.get("hostlink") or {}
+            cell(peak_label(key)), num(label, bp + "/value", b.value),
+            num(label, bp + "/cv", b.cv, pct(b.cv)),
+            num(label, bp + "/fraction_of_datasheet", b.fraction_of_datasheet, pct(b.fraction_of_datasheet)),
+            num(label, bp + "/fraction_of_clock_derived", b.fraction_of_clock_derived,
+                pct(b.fraction_of_clock_derived)),
+            num(label, bp + "/sm_clock_mhz", b.sm_clock_mhz), num(label, bp + "/mem_clock_mhz", b.mem_clock_mhz),
+            num(label, bp + "/power_w", b.power_w), num(label, sp + "/value", s.value),
+            num(label, sp + "/sm_clock_mhz", s.sm_clock_mhz), num(label, sp + "/power_w", s.power_w),
+            cell(b.path or s.path)]))
+    link = record.hostlink
     for key in ("h2d", "d2h"):
-        e = link.get(key)
-        if e:
+        e = link.direction(key) if link is not None else None
+        if e is not None and link is not None:
             p = base + _ptr("hostlink", key)
-            rows.append("".join([cell(f"{e.get('label', key)} (GB/s)"), num(label, p + "/value", e.get("value")),
-                                 num(label, p + "/cv", e.get("cv"), pct(e.get("cv"))), '<td class="n">-</td>',
-                                 num(label, p + "/fraction_of_theoretical", e.get("fraction_of_theoretical"),
-                                     pct(e.get("fraction_of_theoretical"))),
+            rows.append("".join([cell(f"{e.label or key} (GB/s)"), num(label, p + "/value", e.value),
+                                 num(label, p + "/cv", e.cv, pct(e.cv)), '<td class="n">-</td>',
+                                 num(label, p + "/fraction_of_theoretical", e.fraction_of_theoretical,
+                                     pct(e.fraction_of_theoretical)),
                                  '<td class="n">-</td>' * 6,
-                                 cell((link.get("link") or {}).get("formula") or "pinned copies")]))
+                                 cell(link.link.get("formula") or "pinned copies")]))
     return rows
 
 

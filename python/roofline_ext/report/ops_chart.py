@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..peaks.record import CalibrationRecord
 from .charts import _check_path, _datasheet_peaks_for, _matplotlib, literal_text
 from .outputs import write_bytes
 
@@ -78,7 +79,7 @@ def _plot_ops(result: Mapping[str, Any], path: str | os.PathLike, calibration: M
     points, data_only = _points(result, roof)
     gpu = result.get("gpu") if isinstance(result.get("gpu"), str) else None
     datasheet = _datasheet_peaks_for(result.get("sku") or gpu) or {}
-    measured = dict(((calibration or {}).get("peaks") or {}).get(regime) or {})
+    measured = dict(CalibrationRecord.read(calibration).peaks(regime)) if calibration else {}
     m = (result.get("roofs") or {}).get("measured") or {}
     if not measured and m:
         measured = {"bandwidth_tbps": m.get("bandwidth_tbps"), str(m.get("compute_unit")): m.get("compute_tflops")}
