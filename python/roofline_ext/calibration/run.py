@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..timestamps import utc_now
-from ..peaks.cache import SCHEMA_VERSION
+from ..peaks.record import SCHEMA_VERSION
 from ..peaks.datasheet import lookup
 from ..peaks.derived import clock_derived_bandwidth, clock_derived_peak
 from ..peaks.units import ENTRY_KEYS, UNITS, peak_key, short_label

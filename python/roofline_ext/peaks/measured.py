@@ -4,7 +4,8 @@ A read-only mapping ``{peak key: value}`` (the keys of :data:`roofline_ext.peaks
 TB/s for memory, TFLOP/s or TOP/s for compute) that also says where it came from: the card's UUID,
 the regime, the calibration's date and mode. Being a ``Mapping`` it goes anywhere a plain dict of
 peaks went before (``roofline(measured=...)``, JSON), so callers that build their own dict of
-peaks keep working.
+peaks keep working. A calibration's record makes one per regime
+(:meth:`roofline_ext.peaks.record.CalibrationRecord.measured_peaks`).
 
 ``mix`` rides beside the peaks, not among them: the read:write envelope ``{"R:W": TB/s}`` of the
 calibration's HBM mix sweep (None when it had none, as a quick calibration), from which the model
