@@ -31,6 +31,7 @@ from ..measure.timing import DEFAULT_MAX_TIME_S, DEFAULT_PRECISION, DEFAULT_TRIA
 from ..model.gpu import GpuChoice
 from ..tasks.counting import Counts
 from ..tasks.loading import task_names
+from ..timestamps import process_age_s
 from .analyze import analyze_batch, analyze_task, error_result
 from .candidates import Candidate
 from .jobs import COUNT, GPU_BACKEND, TIME_CANDIDATE, TIME_REFERENCE
@@ -107,6 +108,8 @@ class BatchOptions:
     # of its input sets (None: drawn once per run from the OS's entropy, and reported).
     judge: str = "strict"
     judge_seed: int | None = None
+    # --verbose: where the run's time went, on stderr at its end (the pool's timeline).
+    verbose: bool = False
 
 
 class TaskFailed(RooflineError):
@@ -145,6 +148,7 @@ def run_batch(paths: Sequence[str | os.PathLike], gpu: GpuChoice, opts: BatchOpt
     pool = Pool(jobs, backend=opts.backend or TIMING_BACKEND, fresh=opts.isolation == "fresh",
                 warm_up=len(task_paths) > 1, compile_warm_up=COMPILE_WARM_UP_FN if compiling else None)
     batch: _Batch | None = None
+    age = process_age_s() if opts.verbose else None
     try:
         with stop_on_signals(), pool, Progress(len(paths), enabled=progress) as bar:
             batch = _Batch(task_paths, gpu, opts, writer, bar if progress else None, pool)
@@ -154,6 +158,22 @@ def run_batch(paths: Sequence[str | os.PathLike], gpu: GpuChoice, opts: BatchOpt
         print(stopped_line(exc, done, len(task_paths)), file=sys.stderr)
         exc.said = True  # type: ignore[attr-defined]  # the CLI need not say "interrupted" again
         raise
+    finally:
+        if opts.verbose:
+            print(timeline_text(pool.timeline, age, pool.elapsed_s()), file=sys.stderr)
+
+
+def timeline_text(timeline: Sequence[tuple[float, str]], process_age: float | None, end_s: float) -> str:
+    """``--verbose``'s account of the run: each event of the pool at its time since the command
+    started (the interpreter and the imports before the pool included, where the OS says how old
+    the process is), then the end (the workers and the server stopped; the report follows)."""
+    base = process_age or 0.0
+    lines = ["roofline-ext: where the time went (s since the command started):"]
+    if process_age is not None:
+        lines.append(f"  {process_age:7.2f}  Python started and roofline_ext imported; the pool starts")
+    lines += [f"  {base + t:7.2f}  {what}" for t, what in timeline]
+    lines.append(f"  {base + end_s:7.2f}  workers and fork server stopped; the report follows")
+    return "\n".join(lines)
 
 
 class _Batch:

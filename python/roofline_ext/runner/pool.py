@@ -200,6 +200,9 @@ class Pool:
         self.compile_warm_up = compile_warm_up
         self._caches = RunCaches() if compile_warm_up else None
         self.replacements: list[dict[str, Any]] = []  # every reused worker replaced, and why
+        # Where a run's time went (--verbose): (seconds since this pool was made, what happened).
+        self._t0 = time.monotonic()
+        self.timeline: list[tuple[float, str]] = []
         self.server_info: dict[str, Any] = {}
         self._tokens = (f"w{i}" for i in itertools.count(1))
         self._sel = selectors.DefaultSelector()
@@ -246,6 +249,8 @@ class Pool:
         theirs.close()
         self._ctl = ours
         self._sel.register(ours, selectors.EVENT_READ, None)
+        self._mark("fork server started (it imports torch and counts a warm-up task)"
+                   if self.warm_up else "fork server started (it imports torch)")
 
     def close(self) -> None:
         """Stop every worker and the server. Safe to call twice, and on the way out of Ctrl-C."""
@@ -404,6 +409,8 @@ class Pool:
                            [theirs.fileno(), w.out.fileno()], theirs.close)
         self._workers[w.token] = w
         self._sel.register(ours, selectors.EVENT_READ, w)
+        if lane is not None:
+            self._mark(f"{_lane_words(lane)} forked; its setup starts")
         return w
 
     def _send(self, w: _Worker, job: Job, on_start) -> None:
@@ -475,6 +482,7 @@ class Pool:
         op = msg["op"]
         if op == "ready":
             self._ready, self.server_info = True, msg
+            self._mark("fork server ready")
         elif op == "failed":
             raise UserError(f"cannot start the worker processes: {msg['error']}")
         elif op == "forked":
@@ -596,6 +604,8 @@ class Pool:
             assert w.lane is not None
             if reply["ok"]:
                 w.ready, w.deadline = True, float("inf")
+                self._mark(f"{_lane_words(w.lane)} ready (setup {reply.get('seconds', 0.0):.2f} s"
+                           + (": CUDA context, cuBLAS and the L2 flush buffer)" if w.lane[0] == "gpu" else ")"))
                 if w.lane[0] == "gpu":
                     self.server_info.setdefault("devices", {})[w.lane[1]] = reply["value"]
             else:
@@ -613,11 +623,20 @@ class Pool:
                           output=self._output(w), wall_s=time.monotonic() - w.started,
                           replaced=replaced)
         self._done.append(outcome)
+        self._mark(f"{job.label or job.fn.rsplit(':', 1)[-1]}: {outcome.wall_s:.2f} s"
+                   + ("" if outcome.ok else f" ({outcome.kind or 'failed'})"))
         w.deadline = float("inf")
         if outcome.replaced:
             self._replace(w, job, outcome.replaced)
         elif w.role == "once" or self.fresh:
             self._retire(w)
+
+    def _mark(self, what: str) -> None:
+        self.timeline.append((time.monotonic() - self._t0, what))
+
+    def elapsed_s(self) -> float:
+        """Seconds since this pool was made (the clock of :attr:`timeline`)."""
+        return time.monotonic() - self._t0
 
     def _setup_failed(self, w: _Worker, kind: str, error: str) -> None:
         assert w.lane is not None  # only reused workers run a setup

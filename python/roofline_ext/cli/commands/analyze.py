@@ -95,6 +95,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "fingerprint shows no change (default); fresh: "
                    "a new worker for every task; process: the first versions' path, counting here and timing "
                    "in a fresh interpreter per task, for comparison")
+    r.add_argument("--verbose", action="store_true",
+                   help="say on stderr where the run's time went: start-up, the fork server, each worker's "
+                   "setup (a timing worker's CUDA context) and every job")
     t = p.add_argument_group("timing on the GPU (needs a GPU; one timing worker per GPU)")
     t.add_argument("--time", action="store_true",
                    help="time Model (and ModelNew) with CUDA events and report each floor's fraction")
@@ -279,7 +282,8 @@ def _options(args: argparse.Namespace, gpu: GpuChoice, paths: list[Path]) -> Bat
                         measured=_measured_peaks_for(gpu, args.regime), jobs=args.jobs,
                         count_timeout_s=args.timeout or DEFAULT_COUNT_TIMEOUT_S, timing=timing,
                         candidates=_candidates(args, paths), isolation=args.isolation, debug=args.debug,
-                        ops=args.ops, l2_tbps=l2, judge=args.judge, judge_seed=args.judge_seed)
+                        ops=args.ops, l2_tbps=l2, judge=args.judge, judge_seed=args.judge_seed,
+                        verbose=args.verbose)
 
 
 # --- one task ---------------------------------------------------------------------------------------
