@@ -660,33 +660,14 @@ def measure_bandwidth(device: int = 0, *, patterns: Sequence[str] = PATTERNS, si
     VerificationError when a kernel's output is wrong, MeasurementError when a figure exceeds the
     NVML-derived theoretical bandwidth.
     """
-    from ..device.status import require_measurement
+    from ..device.listing import device as get_device
+    from ..device.status import core, require_measurement
 
     require_measurement(device)
-    patterns = tuple(patterns)
-    unknown = [p for p in patterns if p not in PATTERNS]
-    if unknown or not patterns:
-        raise UserError(f"unknown bandwidth pattern(s) {unknown}; choose from {', '.join(PATTERNS)}")
-    if reps < 1 or warmup < 0:
-        raise UserError("reps must be >= 1 and warmup >= 0")
-
-    from ..device.listing import device as get_device
-
+    patterns = _checked_patterns(patterns, reps, warmup)
     dev = get_device(device)
     theoretical = dev.theoretical_bandwidth_tbps
-    free = _free_bytes(device) or dev.memory_free_bytes
-    nbuf = max(BUFFERS[p] for p in patterns)
-    if size_bytes is None:
-        size_bytes = default_buffer_bytes(dev.l2_bytes, free, nbuf)
-    size_bytes = int(size_bytes) // 16 * 16
-    if size_bytes <= 0:
-        raise UserError("size_bytes must be at least 16")
-    warnings: list[str] = []
-    if dev.l2_bytes and size_bytes < 8 * dev.l2_bytes:
-        warnings.append(f"buffers of {size_bytes} bytes are under 8x the L2 ({dev.l2_bytes} bytes): "
-                        "part of the traffic may be served by L2")
-    if theoretical is None:
-        warnings.append("NVML gave no memory clock or bus width: no theoretical figure to check against")
+    size_bytes, warnings = _buffer_size(dev, device, patterns, size_bytes)
 
     steps = len(patterns) + (1 if l2 else 0) + (1 if mix else 0)
     done = 0
@@ -722,14 +703,7 @@ def measure_bandwidth(device: int = 0, *, patterns: Sequence[str] = PATTERNS, si
     report("bandwidth: done")
 
     peak = max(results.values(), key=lambda r: r.tbps_median)
-    for r in results.values():
-        tel = r.telemetry or {}
-        if tel.get("slowdown"):
-            warnings.append(f"{r.pattern}: clock slowdown reasons during the run: {', '.join(tel['slowdown'])}")
-        if r.throttle and r.throttle.get("flagged"):
-            warnings.append(f"{r.pattern}: {r.throttle['flagged']} of {r.throttle['reps']} timed repetitions "
-                            f"ran throttled ({', '.join(sorted(r.throttle['by_reason']))})")
-    from ..device.status import core
+    warnings += _throttle_warnings(results.values())
 
     return BandwidthResult(
         device=device,
@@ -748,6 +722,49 @@ def measure_bandwidth(device: int = 0, *, patterns: Sequence[str] = PATTERNS, si
         warnings=warnings,
         mix=mix_result,
     )
+
+
+def _checked_patterns(patterns: Sequence[str], reps: int, warmup: int) -> tuple[str, ...]:
+    """The patterns asked for, each one known; bad arguments are one-line UserErrors."""
+    patterns = tuple(patterns)
+    unknown = [p for p in patterns if p not in PATTERNS]
+    if unknown or not patterns:
+        raise UserError(f"unknown bandwidth pattern(s) {unknown}; choose from {', '.join(PATTERNS)}")
+    if reps < 1 or warmup < 0:
+        raise UserError("reps must be >= 1 and warmup >= 0")
+    return patterns
+
+
+def _buffer_size(dev: Any, device: int, patterns: Sequence[str], size_bytes: int | None) -> tuple[int, list[str]]:
+    """Each buffer's size (the default far larger than L2, within free memory; a multiple of 16)
+    and the warnings it and the device's record call for."""
+    free = _free_bytes(device) or dev.memory_free_bytes
+    nbuf = max(BUFFERS[p] for p in patterns)
+    if size_bytes is None:
+        size_bytes = default_buffer_bytes(dev.l2_bytes, free, nbuf)
+    size_bytes = int(size_bytes) // 16 * 16
+    if size_bytes <= 0:
+        raise UserError("size_bytes must be at least 16")
+    warnings: list[str] = []
+    if dev.l2_bytes and size_bytes < 8 * dev.l2_bytes:
+        warnings.append(f"buffers of {size_bytes} bytes are under 8x the L2 ({dev.l2_bytes} bytes): "
+                        "part of the traffic may be served by L2")
+    if dev.theoretical_bandwidth_tbps is None:
+        warnings.append("NVML gave no memory clock or bus width: no theoretical figure to check against")
+    return size_bytes, warnings
+
+
+def _throttle_warnings(results: Iterable[PatternResult]) -> list[str]:
+    """What the clocks did during each pattern: slowdown reasons seen, repetitions that ran throttled."""
+    warnings = []
+    for r in results:
+        tel = r.telemetry or {}
+        if tel.get("slowdown"):
+            warnings.append(f"{r.pattern}: clock slowdown reasons during the run: {', '.join(tel['slowdown'])}")
+        if r.throttle and r.throttle.get("flagged"):
+            warnings.append(f"{r.pattern}: {r.throttle['flagged']} of {r.throttle['reps']} timed repetitions "
+                            f"ran throttled ({', '.join(sorted(r.throttle['by_reason']))})")
+    return warnings
 
 
 def _free_bytes(device: int) -> int | None:

@@ -191,17 +191,7 @@ def analyze_task(
         raise UserError(f"{path}: per-op results need counts made with ops=True")
     _require_output(counts)
 
-    derived = None
-    if choice.device is not None:
-        try:
-            derived = derived_peaks_for_device(choice.device)
-        except Exception:  # a device record without attributes: no derived roof, not an error
-            derived = None
-    if measured is True:
-        measured = measured_peaks_for(choice.name, regime, getattr(choice.device, "uuid", None))
-    elif measured is False:
-        measured = None
-
+    derived, measured = _peaks(choice, measured, regime)
     roof_dtype, dtype_note = _roof_dtype(counts)
     typed = roofline_result(
         counts.flops, counts.bytes, roof_dtype, choice.sheet if choice.sheet is not None else choice.name,
@@ -219,7 +209,42 @@ def analyze_task(
     if no_roofline:
         notes.append(f"no roofline: {no_roofline}")
 
-    result: dict[str, Any] = {
+    result = _result_dict(counts, choice, regime, strict_fp32, roof_dtype, r, t_ref_ms, t_new_ms, notes)
+    if include_ops:
+        result["by_op"] = counts.by_op
+    if per_op:
+        result["ops"] = (r or {}).get("ops") or [dict(o.to_dict(), floors_ms={}, limiters={})
+                                                 for o in counts.ops or ()]
+        result["unfused"] = {"read_bytes": counts.unfused_read_bytes, "write_bytes": counts.unfused_write_bytes,
+                             "bytes": counts.unfused_bytes, **((r or {}).get("unfused") or {})}
+    # The typed result (RooflineResult, with ops), for callers that want it: not JSON output.
+    result["_result"] = typed
+    # The roofline() dict itself, for describe(); not JSON output (it repeats the fields above).
+    result["_roofline"] = r
+    result["_no_roofline"] = no_roofline
+    return result
+
+
+def _peaks(choice: GpuChoice, measured: Mapping[str, float] | None | bool,
+           regime: str) -> tuple[Any, Mapping[str, float] | None]:
+    """The derived peaks of the chosen device (None without one) and the measured peaks
+    (``measured`` True: this GPU's calibration for ``regime``; a mapping as given; False: none)."""
+    derived = None
+    if choice.device is not None:
+        try:
+            derived = derived_peaks_for_device(choice.device)
+        except Exception:  # a device record without attributes: no derived roof, not an error
+            derived = None
+    if measured is True:
+        return derived, measured_peaks_for(choice.name, regime, getattr(choice.device, "uuid", None))
+    return derived, (None if isinstance(measured, bool) else measured)
+
+
+def _result_dict(counts: Counts, choice: GpuChoice, regime: str, strict_fp32: bool, roof_dtype: str | None,
+                 r: dict[str, Any] | None, t_ref_ms: float | None, t_new_ms: float | None,
+                 notes: list[str]) -> dict[str, Any]:
+    """The task's JSON keys, from its counts and its roofline dict ``r`` (None: no roofline)."""
+    return {
         "task": counts.task,
         "path": counts.path,
         "status": "ok",
@@ -259,19 +284,6 @@ def analyze_task(
         "count_seconds": counts.seconds,
         "notes": notes,
     }
-    if include_ops:
-        result["by_op"] = counts.by_op
-    if per_op:
-        result["ops"] = (r or {}).get("ops") or [dict(o.to_dict(), floors_ms={}, limiters={})
-                                                 for o in counts.ops or ()]
-        result["unfused"] = {"read_bytes": counts.unfused_read_bytes, "write_bytes": counts.unfused_write_bytes,
-                             "bytes": counts.unfused_bytes, **((r or {}).get("unfused") or {})}
-    # The typed result (RooflineResult, with ops), for callers that want it: not JSON output.
-    result["_result"] = typed
-    # The roofline() dict itself, for describe(); not JSON output (it repeats the fields above).
-    result["_roofline"] = r
-    result["_no_roofline"] = no_roofline
-    return result
 
 
 def _require_output(counts) -> None:

@@ -218,8 +218,7 @@ def _make_function_mode():
     import torch
     from torch.overrides import TorchFunctionMode
 
-    tensor_cuda = torch._C.TensorBase.cuda
-    tensor_to = torch._C.TensorBase.to
+    tensor_cuda, tensor_to = torch._C.TensorBase.cuda, torch._C.TensorBase.to
     rnn_funcs = {f for f in (getattr(torch, n, None) for n in ("lstm", "gru", "rnn_tanh", "rnn_relu")) if f}
     families = family_functions()
 
@@ -232,13 +231,9 @@ def _make_function_mode():
             self.op_counter = None  # per-op counting: a family call's ops are one row (opcounts)
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
             if func is tensor_cuda:
                 return args[0]
-            if "device" in kwargs and _is_cuda(kwargs["device"]):
-                kwargs = {**kwargs, "device": "cpu"}
-            if func is tensor_to and any(_is_cuda(a) for a in args[1:]):
-                args = tuple("cpu" if _is_cuda(a) else a for a in args)
+            args, kwargs = _on_cpu(func is tensor_to, args, kwargs or {})
             if self.op_counter is not None:
                 try:
                     family = families.get(func)
@@ -280,14 +275,7 @@ def _make_function_mode():
             s1 = self.snapshot()
             out = func(x.narrow(tdim, 0, 3), *args[1:])
             s2 = self.snapshot()
-            # counted so far: c(2) + c(3); wanted: c(2) + (T-2)(c(3) - c(2)); add the difference per op
-            deltas = []
-            for a, b, c in zip(s0, s1, s2):
-                keys = set(a) | set(b) | set(c)
-                c2 = {k: b.get(k, 0) - a.get(k, 0) for k in keys}
-                c3 = {k: c.get(k, 0) - b.get(k, 0) for k in keys}
-                deltas.append({k: (steps - 2) * (c3[k] - c2[k]) - c3[k] for k in keys})
-            self.adjust(*deltas, steps=steps, label=getattr(func, "__name__", "rnn"))
+            self.adjust(*_rnn_deltas(s0, s1, s2, steps), steps=steps, label=getattr(func, "__name__", "rnn"))
             self.mark_read(x)
             output = out[0]
             shape = list(output.shape)
@@ -295,6 +283,29 @@ def _make_function_mode():
             return (output.new_empty(shape), *out[1:])
 
     return _FunctionMode()
+
+
+def _on_cpu(is_to: bool, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A call's arguments with every CUDA device request made a CPU one (``device=`` and, for
+    ``Tensor.to``, a positional device)."""
+    if "device" in kwargs and _is_cuda(kwargs["device"]):
+        kwargs = {**kwargs, "device": "cpu"}
+    if is_to and any(_is_cuda(a) for a in args[1:]):
+        args = tuple("cpu" if _is_cuda(a) else a for a in args)
+    return args, kwargs
+
+
+def _rnn_deltas(s0: tuple, s1: tuple, s2: tuple, steps: int) -> list[dict]:
+    """What to add to each ``{op: count}`` dict after the 2- and 3-step runs (snapshots ``s0``
+    before, ``s1`` between, ``s2`` after) so that it holds T = ``steps`` steps: counted so far
+    c(2) + c(3), wanted c(2) + (T-2)(c(3) - c(2))."""
+    deltas = []
+    for a, b, c in zip(s0, s1, s2):
+        keys = set(a) | set(b) | set(c)
+        c2 = {k: b.get(k, 0) - a.get(k, 0) for k in keys}
+        c3 = {k: c.get(k, 0) - b.get(k, 0) for k in keys}
+        deltas.append({k: (steps - 2) * (c3[k] - c2[k]) - c3[k] for k in keys})
+    return deltas
 
 
 

@@ -141,197 +141,202 @@ def make_op_counter(formulas: dict, key: Callable[[Any], int]):
 
     ``formulas``: packet -> f(args, kwargs, out), the tensor-core FLOPs of an op; ``key``: a tensor's
     storage identity. Set ``sources`` (storage -> "input" or "param") and ``counting`` before forward."""
-    import torch
     from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_leaves
 
-    Tensor = torch.Tensor
+    class _OpCounter(_OpCounterBase, TorchDispatchMode):
+        pass
 
-    class _OpCounter(TorchDispatchMode):
-        def __init__(self) -> None:
-            super().__init__()
-            self.counting = False
-            self.sources: dict[int, str] = {}
-            self.calls: dict[str, int] = defaultdict(int)
-            self.flops: dict[str, int] = defaultdict(int)
-            self.simt: dict[str, int] = defaultdict(int)
-            self.produced: set[int] = set()
-            # The storages of produced tensors are keyed by address: each is kept alive for the
-            # count, or a freed temporary's address could be reused by a parameter read later, which
-            # would then pass for produced (KernelBench L2 83 counted 5376 or 5380 parameter bytes
-            # depending on what ran before it). Fake tensors hold no data, so keeping them is cheap.
-            self._keep_produced: list = []
-            self.reads = Reads()
-            self.masks = MaskTracker(key, self.adjust)
-            # Per-op counting (opcounts.OpRecorder), off unless set: the rows of each op, and the
-            # unfused traffic per op name, kept apart from the rows so that the two can be checked.
-            self.recorder: Any = None  # an opcounts.OpRecorder
-            self.read_by_name: dict[str, int] = defaultdict(int)
-            self.write_by_name: dict[str, int] = defaultdict(int)
-            self.family: _Family | None = None  # the family call running (per-op counting only)
+    return _OpCounter(formulas, key)
 
-        def adjust(self, bucket: str, op: str, delta: int, index: int | None = None) -> None:
-            (self.flops if bucket == "flops" else self.simt)[op] += delta
-            if self.recorder is not None and index is not None:
-                self.recorder.work(index, bucket, delta)
 
-        def mark_read(self, t) -> None:
-            """``t`` is read in full (the RNN shortcut runs on a part of it)."""
-            if isinstance(t, Tensor):
-                self._read(t)
+class _OpCounterBase:
+    def __init__(self, formulas: dict, key: Callable[[Any], int]) -> None:
+        import torch
+        from torch.utils._pytree import tree_leaves
 
-        def _read(self, t, read=None) -> None:
-            k = key(t)
-            if k in self.produced:
-                return
-            category = "input" if self.sources.get(k) == "input" else "param"
-            if read is None:
-                self.reads.add_tensor(k, category, t)
-            else:
-                self.reads.add(k, category, read, int(t.untyped_storage().nbytes()))
+        super().__init__()  # TorchDispatchMode's, next in the subclass's order
+        self._formulas, self._key, self._torch, self._leaves = formulas, key, torch, tree_leaves
+        self._Tensor = torch.Tensor
+        self.counting = False
+        self.sources: dict[int, str] = {}
+        self.calls: dict[str, int] = defaultdict(int)
+        self.flops: dict[str, int] = defaultdict(int)
+        self.simt: dict[str, int] = defaultdict(int)
+        self.produced: set[int] = set()
+        # The storages of produced tensors are keyed by address: each is kept alive for the
+        # count, or a freed temporary's address could be reused by a parameter read later, which
+        # would then pass for produced (KernelBench L2 83 counted 5376 or 5380 parameter bytes
+        # depending on what ran before it). Fake tensors hold no data, so keeping them is cheap.
+        self._keep_produced: list = []
+        self.reads = Reads()
+        self.masks = MaskTracker(key, self.adjust)
+        # Per-op counting (opcounts.OpRecorder), off unless set: the rows of each op, and the
+        # unfused traffic per op name, kept apart from the rows so that the two can be checked.
+        self.recorder: Any = None  # an opcounts.OpRecorder
+        self.read_by_name: dict[str, int] = defaultdict(int)
+        self.write_by_name: dict[str, int] = defaultdict(int)
+        self.family: _Family | None = None  # the family call running (per-op counting only)
 
-        def _note_reads(self, name: str, args: tuple, kwargs: dict, out) -> None:
-            if name in _METADATA_ONLY:
-                return
-            tensors = [a for a in tree_leaves((args, kwargs)) if isinstance(a, Tensor)]
-            if name in _WRITE_ONLY_SELF and args and isinstance(args[0], Tensor):
+    def adjust(self, bucket: str, op: str, delta: int, index: int | None = None) -> None:
+        (self.flops if bucket == "flops" else self.simt)[op] += delta
+        if self.recorder is not None and index is not None:
+            self.recorder.work(index, bucket, delta)
+
+    def mark_read(self, t) -> None:
+        """``t`` is read in full (the RNN shortcut runs on a part of it)."""
+        if isinstance(t, self._Tensor):
+            self._read(t)
+
+    def _read(self, t, read=None) -> None:
+        k = self._key(t)
+        if k in self.produced:
+            return
+        category = "input" if self.sources.get(k) == "input" else "param"
+        if read is None:
+            self.reads.add_tensor(k, category, t)
+        else:
+            self.reads.add(k, category, read, int(t.untyped_storage().nbytes()))
+
+    def _note_reads(self, name: str, args: tuple, kwargs: dict, out) -> None:
+        if name in _METADATA_ONLY:
+            return
+        tensors = [a for a in self._leaves((args, kwargs)) if isinstance(a, self._Tensor)]
+        if name in _WRITE_ONLY_SELF and args and isinstance(args[0], self._Tensor):
+            tensors = tensors[1:]
+        if name in _LOOKUPS and args and isinstance(args[0], self._Tensor) and tensors and tensors[0] is args[0]:
+            table = tensors.pop(0)
+            self._read(table, lookup_read(table, _lookup_elements(name, args, out) * table.element_size()))
+        for t in tensors:
+            self._read(t)
+
+    # --- op families (opcounts.FAMILY_FUNCTIONS): the torch-function layer calls these ------
+
+    def begin_family(self, name: str, args: tuple, kwargs: dict) -> Any:
+        """A family function is called: its aten ops are one row (per-op counting only). Returns
+        what :meth:`end_family` restores (calls do not nest: the function layer is off inside)."""
+        previous = self.family
+        if self.counting and self.recorder is not None and previous is None:
+            before = {self._key(t) for t in self._leaves((args, kwargs)) if isinstance(t, self._Tensor)}
+            self.family = _Family(name, before)
+        return previous
+
+    def end_family(self, previous: Any, out) -> None:
+        fam, self.family = self.family, previous
+        if fam is None or fam is previous or fam.index is None:
+            return
+        returned = {self._key(o) for o in self._leaves(out) if isinstance(o, self._Tensor)}
+        reads, writes = fam.traffic(returned)
+        read, write = self.recorder.traffic(fam.index, reads, writes)
+        self.read_by_name[fam.name] += read
+        self.write_by_name[fam.name] += write
+
+    def _row(self, name: str, args: tuple) -> int:
+        """The per-op row of a non-view op: its family call's one row, or a row of its own."""
+        fam = self.family
+        if fam is None:
+            return self.recorder.begin(op_family(name, args))
+        if fam.index is None:
+            fam.index = self.recorder.begin(fam.name)
+        return int(fam.index)
+
+    def _own_traffic(self, index: int, name: str, args: tuple, kwargs: dict, out, first) -> None:
+        """The op's own reads and writes, as a kernel of its own would move them (opcounts); inside
+        a family call, gathered for the call instead."""
+        reads, writes = self._op_traffic(name, args, kwargs, out, first)
+        if self.family is not None:
+            outputs = [(self._key(o), o) for o in self._leaves(out) if isinstance(o, self._Tensor)]
+            self.family.add(reads, writes, outputs)
+            return
+        read, write = self.recorder.traffic(index, reads, writes)
+        self.read_by_name[name] += read
+        self.write_by_name[name] += write
+
+    def _op_traffic(self, name: str, args: tuple, kwargs: dict, out, first):
+        reads: dict[int, tuple[list, int | None]] = {}
+        if name not in _METADATA_ONLY and name not in _LIFTS:
+            tensors = [a for a in self._leaves((args, kwargs)) if isinstance(a, self._Tensor)]
+            if name in _WRITE_ONLY_SELF and args and isinstance(args[0], self._Tensor):
                 tensors = tensors[1:]
-            if name in _LOOKUPS and args and isinstance(args[0], Tensor) and tensors and tensors[0] is args[0]:
+            if name in _LOOKUPS and args and isinstance(args[0], self._Tensor) and tensors and tensors[0] is args[0]:
                 table = tensors.pop(0)
-                self._read(table, lookup_read(table, _lookup_elements(name, args, out) * table.element_size()))
+                nbytes = _lookup_elements(name, args, first) * table.element_size()
+                reads.setdefault(self._key(table), ([], _nbytes(table)))[0].append(lookup_read(table, nbytes))
             for t in tensors:
-                self._read(t)
+                reads.setdefault(self._key(t), ([], _nbytes(t)))[0].append(tensor_read(t))
+        writes: dict[int, int] = {}
+        if name not in ZERO_WRITE:
+            for o in self._leaves(out):
+                if isinstance(o, self._Tensor):
+                    k = self._key(o)
+                    writes[k] = max(writes.get(k, 0), tensor_read(o).nbytes)
+        return reads, writes
 
-        # --- op families (opcounts.FAMILY_FUNCTIONS): the torch-function layer calls these ------
+    def _mark_produced(self, out) -> None:
+        for o in self._leaves(out):
+            if isinstance(o, self._Tensor):
+                k = self._key(o)
+                if k not in self.sources and k not in self.reads.category:
+                    self.produced.add(k)
+                    self._keep_produced.append(o)
 
-        def begin_family(self, name: str, args: tuple, kwargs: dict) -> Any:
-            """A family function is called: its aten ops are one row (per-op counting only). Returns
-            what :meth:`end_family` restores (calls do not nest: the function layer is off inside)."""
-            previous = self.family
-            if self.counting and self.recorder is not None and previous is None:
-                before = {key(t) for t in tree_leaves((args, kwargs)) if isinstance(t, Tensor)}
-                self.family = _Family(name, before)
-            return previous
+    def _attention(self, name: str, args: tuple, kwargs: dict) -> int:
+        causal_at, mask_at = ATTENTION[name]
+        q, k, v = args[0], args[1], args[2]
+        causal = bool(args[causal_at]) if len(args) > causal_at else bool(kwargs.get("is_causal", False))
+        if isinstance(mask_at, int):
+            mask = args[mask_at] if len(args) > mask_at else kwargs.get("attn_bias")
+        else:
+            mask = kwargs.get(mask_at) if mask_at else None
+        pairs = self.masks.attention_pairs(q, k, causal, mask if isinstance(mask, self._Tensor) else None)
+        softmax = int(self._torch.Size(q.shape[:-2]).numel()) * pairs  # the softmax, per kept score
+        self.adjust("simt", name, softmax, self.masks.current if self.recorder is not None else None)
+        return attention_flops(q, k, v, pairs)
 
-        def end_family(self, previous: Any, out) -> None:
-            fam, self.family = self.family, previous
-            if fam is None or fam is previous or fam.index is None:
-                return
-            returned = {key(o) for o in tree_leaves(out) if isinstance(o, Tensor)}
-            reads, writes = fam.traffic(returned)
-            read, write = self.recorder.traffic(fam.index, reads, writes)
-            self.read_by_name[fam.name] += read
-            self.write_by_name[fam.name] += write
+    def _work(self, func, name: str, args: tuple, kwargs: dict, first) -> tuple[str | None, int]:
+        packet = func._overloadpacket
+        if name in ATTENTION:
+            return "flops", self._attention(name, args, kwargs)
+        if packet in self._formulas:
+            flops = int(self._formulas[packet](args, kwargs, first))
+            fraction = self.masks.matmul_fraction(name, args)
+            if fraction is not None:
+                flops = flops * fraction[0] // fraction[1]
+                self.masks.note(f"{name}: an operand that the mask zeroed keeps {fraction[0]} of "
+                                f"{fraction[1]} entries per matrix: only their multiply-adds are counted")
+            return "flops", flops
+        if name in NO_ARITHMETIC:
+            return None, 0
+        return "simt", first.numel()
 
-        def _row(self, name: str, args: tuple) -> int:
-            """The per-op row of a non-view op: its family call's one row, or a row of its own."""
-            fam = self.family
-            if fam is None:
-                return self.recorder.begin(op_family(name, args))
-            if fam.index is None:
-                fam.index = self.recorder.begin(fam.name)
-            return int(fam.index)
-
-        def _own_traffic(self, index: int, name: str, args: tuple, kwargs: dict, out, first) -> None:
-            """The op's own reads and writes, as a kernel of its own would move them (opcounts); inside
-            a family call, gathered for the call instead."""
-            reads, writes = self._op_traffic(name, args, kwargs, out, first)
-            if self.family is not None:
-                outputs = [(key(o), o) for o in tree_leaves(out) if isinstance(o, Tensor)]
-                self.family.add(reads, writes, outputs)
-                return
-            read, write = self.recorder.traffic(index, reads, writes)
-            self.read_by_name[name] += read
-            self.write_by_name[name] += write
-
-        def _op_traffic(self, name: str, args: tuple, kwargs: dict, out, first):
-            reads: dict[int, tuple[list, int | None]] = {}
-            if name not in _METADATA_ONLY and name not in _LIFTS:
-                tensors = [a for a in tree_leaves((args, kwargs)) if isinstance(a, Tensor)]
-                if name in _WRITE_ONLY_SELF and args and isinstance(args[0], Tensor):
-                    tensors = tensors[1:]
-                if name in _LOOKUPS and args and isinstance(args[0], Tensor) and tensors and tensors[0] is args[0]:
-                    table = tensors.pop(0)
-                    nbytes = _lookup_elements(name, args, first) * table.element_size()
-                    reads.setdefault(key(table), ([], _nbytes(table)))[0].append(lookup_read(table, nbytes))
-                for t in tensors:
-                    reads.setdefault(key(t), ([], _nbytes(t)))[0].append(tensor_read(t))
-            writes: dict[int, int] = {}
-            if name not in ZERO_WRITE:
-                for o in tree_leaves(out):
-                    if isinstance(o, Tensor):
-                        k = key(o)
-                        writes[k] = max(writes.get(k, 0), tensor_read(o).nbytes)
-            return reads, writes
-
-        def _mark_produced(self, out) -> None:
-            for o in tree_leaves(out):
-                if isinstance(o, Tensor):
-                    k = key(o)
-                    if k not in self.sources and k not in self.reads.category:
-                        self.produced.add(k)
-                        self._keep_produced.append(o)
-
-        def _attention(self, name: str, args: tuple, kwargs: dict) -> int:
-            causal_at, mask_at = ATTENTION[name]
-            q, k, v = args[0], args[1], args[2]
-            causal = bool(args[causal_at]) if len(args) > causal_at else bool(kwargs.get("is_causal", False))
-            if isinstance(mask_at, int):
-                mask = args[mask_at] if len(args) > mask_at else kwargs.get("attn_bias")
-            else:
-                mask = kwargs.get(mask_at) if mask_at else None
-            pairs = self.masks.attention_pairs(q, k, causal, mask if isinstance(mask, Tensor) else None)
-            softmax = int(torch.Size(q.shape[:-2]).numel()) * pairs  # the softmax, per kept score
-            self.adjust("simt", name, softmax, self.masks.current if self.recorder is not None else None)
-            return attention_flops(q, k, v, pairs)
-
-        def _work(self, func, name: str, args: tuple, kwargs: dict, first) -> tuple[str | None, int]:
-            packet = func._overloadpacket
-            if name in ATTENTION:
-                return "flops", self._attention(name, args, kwargs)
-            if packet in formulas:
-                flops = int(formulas[packet](args, kwargs, first))
-                fraction = self.masks.matmul_fraction(name, args)
-                if fraction is not None:
-                    flops = flops * fraction[0] // fraction[1]
-                    self.masks.note(f"{name}: an operand that the mask zeroed keeps {fraction[0]} of "
-                                    f"{fraction[1]} entries per matrix: only their multiply-adds are counted")
-                return "flops", flops
-            if name in NO_ARITHMETIC:
-                return None, 0
-            return "simt", first.numel()
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            handled, value = run_if_not_counted(self, func, args, kwargs)
-            if handled:
-                return value
-            name = func._overloadpacket.__name__
-            is_view = func.is_view or name in _ALIASES
-            pre = None if is_view else self.masks.before(name, args)
-            out = func(*args, **kwargs)
-            first = next((o for o in tree_leaves(out) if isinstance(o, Tensor)), None)
-            index = None
-            if self.counting and self.recorder is not None and not is_view:
-                index = self.masks.current = self._row(name, args)
-                self._own_traffic(index, name, args, kwargs, out, first)
-            if self.counting:
-                self.calls[name] += 1
-                if not is_view:
-                    self._note_reads(name, args, kwargs, first)
-                if not is_view or name in _LIFTS:
-                    self._mark_produced(out)
-            if first is None or is_view:
-                return out  # a view shares its base's storage, and what is known about it
-            if not self.counting:
-                self.masks.after(name, args, kwargs, first, pre)
-                return out
-            bucket, work = self._work(func, name, args, kwargs, first)
-            kept = self.masks.after(name, args, kwargs, first, pre, work, bucket)
-            if bucket is not None:
-                (self.flops if bucket == "flops" else self.simt)[name] += kept
-                if index is not None:
-                    self.recorder.work(index, bucket, kept)
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        handled, value = run_if_not_counted(self, func, args, kwargs)
+        if handled:
+            return value
+        name = func._overloadpacket.__name__
+        is_view = func.is_view or name in _ALIASES
+        pre = None if is_view else self.masks.before(name, args)
+        out = func(*args, **kwargs)
+        first = next((o for o in self._leaves(out) if isinstance(o, self._Tensor)), None)
+        index = None
+        if self.counting and self.recorder is not None and not is_view:
+            index = self.masks.current = self._row(name, args)
+            self._own_traffic(index, name, args, kwargs, out, first)
+        if self.counting:
+            self.calls[name] += 1
+            if not is_view:
+                self._note_reads(name, args, kwargs, first)
+            if not is_view or name in _LIFTS:
+                self._mark_produced(out)
+        if first is None or is_view:
+            return out  # a view shares its base's storage, and what is known about it
+        if not self.counting:
+            self.masks.after(name, args, kwargs, first, pre)
             return out
-
-    return _OpCounter()
+        bucket, work = self._work(func, name, args, kwargs, first)
+        kept = self.masks.after(name, args, kwargs, first, pre, work, bucket)
+        if bucket is not None:
+            (self.flops if bucket == "flops" else self.simt)[name] += kept
+            if index is not None:
+                self.recorder.work(index, bucket, kept)
+        return out

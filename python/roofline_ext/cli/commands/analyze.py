@@ -435,6 +435,15 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
     width = max(len(k) for k, _ in rows)
     lines += [f"  {k:<{width}}  {v}" for k, v in rows]
 
+    lines += [""] + _roofs_table(result, bool(timing))
+    for note in result.get("notes") or []:
+        lines.append(f"  note: {note}")
+    return "\n".join(lines)
+
+
+def _roofs_table(result: Mapping[str, Any], timing: bool) -> list[str]:
+    """The report's table: one row per roof (datasheet, derived, measured), its peaks and times;
+    with ``timing`` also how close PyTorch and the candidate come, and the score."""
     header: tuple[str, ...] = ("roof", "compute TFLOP/s", "SIMT TFLOP/s", "TB/s", "compute ms", "SIMT ms",
                                "memory ms", "floor ms", "bound")
     if timing:
@@ -458,13 +467,11 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
                     "below floor" if roof.get("new_below_floor") else ("-" if score is None else f"{score:.3f}"))
         table.append(row + (roof["bound"],))
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
-    lines.append("")
+    out = []
     for row in table:
         cells = [str(row[0]).ljust(widths[0])] + [str(c).rjust(w) for c, w in zip(row[1:-1], widths[1:-1])]
-        lines.append("  " + "  ".join(cells + [str(row[-1])]).rstrip())
-    for note in result.get("notes") or []:
-        lines.append(f"  note: {note}")
-    return "\n".join(lines)
+        out.append("  " + "  ".join(cells + [str(row[-1])]).rstrip())
+    return out
 
 
 # --- a folder ---------------------------------------------------------------------------------------
