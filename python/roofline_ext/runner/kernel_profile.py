@@ -247,19 +247,13 @@ def align(counted: Sequence[tuple[str, str]], profiled: Sequence[tuple[str, str]
 
 def l2_figure(calibration: Mapping[str, Any] | None, regime: str = "burst") -> float | None:
     """The fastest L2 read rate a calibration measured (TB/s), small working sets included (the
-    fastest is what an L2-resident op's floor may assume), or None when it measured none."""
+    fastest is what an L2-resident op's floor may assume), or None when it measured none: the
+    record's figure (:meth:`~roofline_ext.peaks.record.CalibrationRecord.l2_figure`)."""
     if not calibration:
         return None
-    values: list[Any] = []
-    peaks = (calibration.get("peaks") or {}).get(regime) or {}
-    values.append(peaks.get("l2_bandwidth_tbps"))
-    entry = (((calibration.get(regime) or {}).get("entries") or {}).get("l2")) or {}
-    values += [entry.get("value"), entry.get("best")]
-    for key in ("near_plateau", "far_plateau"):
-        values.append((entry.get(key) or {}).get("tbps"))
-    values += list((entry.get("curve_mib_tbps") or {}).values())
-    nums = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
-    return max(nums) if nums else None
+    from ..peaks.record import CalibrationRecord
+
+    return CalibrationRecord.read(calibration).l2_figure(regime)
 
 
 def attach_profile(result: dict[str, Any], profile: Mapping[str, Any], *, l2_tbps: float | None) -> None:
