@@ -142,10 +142,10 @@ def _check_count(name: str, value: Any) -> float:
 
 
 def _check_peak(name: str, value: Any) -> float:
-    value = _check_count(name, value)
-    if value <= 0:
+    checked = _check_count(name, value)
+    if checked <= 0:
         raise UserError(f"{name} must be positive, got {value!r}")
-    return value
+    return checked
 
 
 def floor(
@@ -155,7 +155,7 @@ def floor(
     compute_tflops: float | None = None,
     simt_tflops: float | None = None,
     bandwidth_tbps: float | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The roofline floor for explicit peaks (TFLOP/s, TB/s); the building block of ``roofline``.
 
     Returns ``t_compute_ms`` (``flops`` on the compute roof), ``t_simt_ms`` (``simt_flops`` on the
@@ -281,7 +281,8 @@ def _measured_mix(measured: Mapping[str, Any]) -> tuple[Mapping[str, float] | No
     return mix, note
 
 
-def _resolve(src: _Source, chain: tuple[str, ...], ref: _Source | None):
+def _resolve(src: _Source, chain: tuple[str, ...],
+             ref: _Source | None) -> tuple[float | None, str | None, str | None]:
     """(peak, unit used, label of the source it came from) for the first usable unit of ``chain``."""
     if src.hardware:
         for unit in chain:
@@ -294,13 +295,13 @@ def _resolve(src: _Source, chain: tuple[str, ...], ref: _Source | None):
         # take FP32 for a part that has TF32 tensor cores and overstate the floor.
         value = src.values.get(chain[0])
         return (value, chain[0], src.label) if value is not None else (None, None, None)
-    ref_value, unit, ref_label = _resolve(ref, chain, None)
-    if unit is None:
+    ref_value, ref_unit, ref_label = _resolve(ref, chain, None)
+    if ref_unit is None:
         return None, None, None
-    value = src.values.get(unit)
+    value = src.values.get(ref_unit)
     if value is not None:
-        return value, unit, src.label
-    return ref_value, unit, ref_label
+        return value, ref_unit, src.label
+    return ref_value, ref_unit, ref_label
 
 
 def _fraction(t_min: float, t: float | None) -> float | None:
@@ -478,7 +479,7 @@ def roofline(
     t_ref_ms: float | None,
     t_new_ms: float | None = None,
     **options: Any,
-) -> dict | None:
+) -> dict[str, Any] | None:
     """:func:`roofline_result` as a JSON-ready dict (its ``to_dict()``), or None; same arguments."""
     r = roofline_result(flops, nbytes, dtype, gpu, t_ref_ms, t_new_ms, **options)
     return r.to_dict() if r is not None else None

@@ -49,7 +49,7 @@ def _hbm(roof: Roof, read_bytes: float, write_bytes: float) -> float | None:
 
 
 def _op_floor(roof: Roof, flops: float, simt: float, nbytes: float, memory: float | None = None,
-              bandwidth: float | None = None):
+              bandwidth: float | None = None) -> tuple[float | None, str | None]:
     """(t_min_ms, limiter) of work on ``roof``'s peaks; ``memory``: a memory term in ms of our own
     (the L2/HBM rule) instead of bytes on HBM; ``bandwidth``: the op's HBM figure (:func:`_hbm`;
     default the roof's). None where the roof lacks a peak this work needs."""

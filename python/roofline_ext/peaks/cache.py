@@ -171,7 +171,7 @@ def save(cal: Mapping[str, Any]) -> Path:
     return path
 
 
-def load_record_file(path: str | os.PathLike) -> CalibrationRecord | None:
+def load_record_file(path: str | os.PathLike[str]) -> CalibrationRecord | None:
     """The calibration read from ``path``, validated (:meth:`CalibrationRecord.from_dict`); None
     (with one warning line naming the file) when it is missing, corrupt, of another schema or
     holds impossible peaks."""
@@ -193,7 +193,7 @@ def load_record_file(path: str | os.PathLike) -> CalibrationRecord | None:
         return None
 
 
-def load_file(path: str | os.PathLike) -> dict | None:
+def load_file(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """:func:`load_record_file` as the JSON document (what the dict readers above this layer take)."""
     record = load_record_file(path)
     return record.to_dict() if record is not None else None
@@ -209,13 +209,13 @@ def load_record(uuid: str) -> CalibrationRecord | None:
     return record
 
 
-def load(uuid: str) -> dict | None:
+def load(uuid: str) -> dict[str, Any] | None:
     """:func:`load_record` as the JSON document."""
     record = load_record(uuid)
     return record.to_dict() if record is not None else None
 
 
-def list_cached() -> list[dict]:
+def list_cached() -> list[dict[str, Any]]:
     """Every readable cached calibration, newest first (unreadable ones warned about and skipped)."""
     directory = cache_dir()
     if not directory.is_dir():
@@ -244,7 +244,7 @@ def _same_gpu_name(a: str, b: str) -> bool:
     return sa is not None and sa is sb
 
 
-def find_cached(*, uuid: str | None = None, gpu_name: str | None = None) -> dict | None:
+def find_cached(*, uuid: str | None = None, gpu_name: str | None = None) -> dict[str, Any] | None:
     """The cached calibration for a GPU: by UUID if given, else the newest whose GPU name matches
     ``gpu_name`` ("NVIDIA H200", "H200" and "h200 sxm" all name the same part)."""
     if uuid:

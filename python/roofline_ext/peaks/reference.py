@@ -10,7 +10,7 @@ follow the link rather than the SKU. Pure data: no device.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 from .datasheet import lookup
 
@@ -46,7 +46,7 @@ class Reference:
     notes: str = ""
     extra: Mapping[str, str] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"sku": self.sku, "values": dict(self.values), "source": self.source, "kind": self.kind,
                 "notes": self.notes}
 

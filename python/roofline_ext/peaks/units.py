@@ -135,7 +135,7 @@ class PeakTable:
 
     def as_dict(self) -> dict[str, object]:
         """All fields as a JSON-ready dict (``cc`` as "major.minor")."""
-        d = dataclasses.asdict(self)  # type: ignore[call-overload]
+        d: dict[str, object] = dataclasses.asdict(self)  # type: ignore[call-overload]
         d["cc"] = self.cc_text
         return d
 
