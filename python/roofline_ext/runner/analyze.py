@@ -14,6 +14,7 @@ goes on, and each result is written to the output files as soon as it exists (te
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import sys
@@ -26,8 +27,9 @@ from ..errors import RooflineError, UserError
 from ..model.floors import roofline_result
 from ..model.ops import attach_ops
 from ..model.gpu import GpuChoice, resolve_gpu
+from ..model.roofs import RoofSet
 from ..peaks.cache import cached_peaks, find_cached
-from ..peaks.derived import derived_peaks_for_device
+from ..peaks.measured import MeasuredPeaks
 from ..report.progress import Progress
 from ..tasks.counting import Counts, count_task, require_torch
 from ..tasks.loading import TaskError, load_task, task_names
@@ -38,7 +40,12 @@ class ResultSink(Protocol):
     def add(self, result: Mapping[str, Any]) -> None: ...
 
 
-__all__ = ["analyze_task", "analyze_batch", "calibration_for", "error_result", "measured_peaks_for"]
+__all__ = ["analyze_task", "analyze_batch", "calibration_for", "error_result", "measured_peaks_for", "resolve_roofs",
+           "ROOF_SET_KEY"]
+
+#: The private key (stripped by ``report.writers.public``, so never JSON) under which every result
+#: carries the :class:`RoofSet` its floors were computed against: the charts draw that one.
+ROOF_SET_KEY = "_roof_set"
 
 REGIMES = ("burst", "sustained")
 
@@ -63,6 +70,30 @@ def calibration_for(gpu: GpuChoice) -> dict[str, Any] | None:
     uuid = getattr(gpu.device, "uuid", None)
     cal = find_cached(uuid=uuid) if uuid else None
     return cal if cal is not None else find_cached(gpu_name=gpu.name)
+
+
+def resolve_roofs(choice: GpuChoice, measured: Mapping[str, float] | None | bool = True,
+                  regime: str = "burst") -> RoofSet:
+    """Every roof of ``choice`` for one run, resolved once: ``measured`` True looks this GPU's
+    calibration up for ``regime`` (:func:`measured_peaks_for`); a mapping is used as given (a
+    ``MeasuredPeaks`` of the cache brings the calibration it came from, for the chart's L2 and
+    subtitle); None or False: no measured roof."""
+    if regime not in REGIMES:
+        raise UserError(f"unknown regime {regime!r}; choose one of: {', '.join(REGIMES)}")
+    why = "measured roofs left out by the caller" if measured is False else None
+    if measured is True:
+        measured = measured_peaks_for(choice.name, regime, getattr(choice.device, "uuid", None))
+    peaks = None if isinstance(measured, bool) else measured
+    return RoofSet.resolve(choice, regime, measured=peaks, calibration=_calibration_of(peaks), no_measured=why)
+
+
+def _calibration_of(peaks: Mapping[str, float] | None) -> dict[str, Any] | None:
+    """The cached calibration measured peaks were read from (same card, same date), or None: peaks
+    given by a caller name no calibration, and a calibration since replaced is not theirs."""
+    if not isinstance(peaks, MeasuredPeaks) or not peaks.uuid:
+        return None
+    cal = find_cached(uuid=peaks.uuid)
+    return cal if cal is not None and cal.get("date") == peaks.date else None
 
 
 # --- one task ---------------------------------------------------------------------------------------
@@ -171,6 +202,7 @@ def analyze_task(
     include_ops: bool = True,
     counts: Counts | None = None,
     per_op: bool = False,
+    roofs: RoofSet | None = None,
 ) -> dict[str, Any]:
     """Count a task file and put it on the GPU's roofs. Returns a JSON-ready dict.
 
@@ -179,8 +211,9 @@ def analyze_task(
     elsewhere (the timing layer), giving ``ref_roofline_frac``/``roofline_frac``. ``measured``:
     True looks up the calibration cache for this GPU and ``regime``; a mapping is used as is;
     None/False means no measured roof. ``counts``: the task's counts made elsewhere (the runner
-    counts in a worker process); the file is then not loaded here. Raises ``TaskError`` for a bad
-    task file.
+    counts in a worker process); the file is then not loaded here. ``roofs``: the GPU's roofs as
+    the run resolved them once (:func:`resolve_roofs`); given, ``measured`` is not looked at. The
+    result carries them under :data:`ROOF_SET_KEY`. Raises ``TaskError`` for a bad task file.
     """
     if regime not in REGIMES:
         raise UserError(f"unknown regime {regime!r}; choose one of: {', '.join(REGIMES)}")
@@ -191,12 +224,16 @@ def analyze_task(
         raise UserError(f"{path}: per-op results need counts made with ops=True")
     _require_output(counts)
 
-    derived, measured = _peaks(choice, measured, regime)
+    if roofs is None:
+        roofs = resolve_roofs(choice, measured, regime)
+    elif roofs.regime != regime:
+        raise ValueError(f"the roofs were resolved for the {roofs.regime} regime, the task asks for {regime}")
     roof_dtype, dtype_note = _roof_dtype(counts)
+    # The floors are computed from the very peaks the result carries (roofs), which the charts draw.
     typed = roofline_result(
         counts.flops, counts.bytes, roof_dtype, choice.sheet if choice.sheet is not None else choice.name,
         t_ref_ms, t_new_ms, simt_flops=counts.simt_flops, strict_fp32=strict_fp32,
-        derived=derived, measured=measured,
+        derived=roofs.derived_peaks, measured=roofs.measured_peaks,
         read_bytes=counts.input_bytes + counts.param_bytes, write_bytes=counts.output_bytes,
     )
     if typed is not None and per_op:
@@ -222,22 +259,8 @@ def analyze_task(
     # The roofline() dict itself, for describe(); not JSON output (it repeats the fields above).
     result["_roofline"] = r
     result["_no_roofline"] = no_roofline
+    result[ROOF_SET_KEY] = roofs
     return result
-
-
-def _peaks(choice: GpuChoice, measured: Mapping[str, float] | None | bool,
-           regime: str) -> tuple[Any, Mapping[str, float] | None]:
-    """The derived peaks of the chosen device (None without one) and the measured peaks
-    (``measured`` True: this GPU's calibration for ``regime``; a mapping as given; False: none)."""
-    derived = None
-    if choice.device is not None:
-        try:
-            derived = derived_peaks_for_device(choice.device)
-        except Exception:  # a device record without attributes: no derived roof, not an error
-            derived = None
-    if measured is True:
-        return derived, measured_peaks_for(choice.name, regime, getattr(choice.device, "uuid", None))
-    return derived, (None if isinstance(measured, bool) else measured)
 
 
 def _result_dict(counts: Counts, choice: GpuChoice, regime: str, strict_fp32: bool, roof_dtype: str | None,
@@ -340,12 +363,11 @@ def analyze_batch(
     """
     task_paths = [Path(p) for p in paths]
     choice = gpu if isinstance(gpu, GpuChoice) else resolve_gpu(gpu)
-    analyze = analyze or analyze_task
-    # Measured peaks are per GPU, not per task: look them up once.
-    if measured is True:
-        measured = measured_peaks_for(choice.name, regime, getattr(choice.device, "uuid", None))
-    elif measured is False:
-        measured = None
+    # The roofs are per GPU, not per task: resolve them once. A caller's own ``analyze`` (timing)
+    # gets the measured peaks they hold; analyze_task gets the roof set itself.
+    roofs = resolve_roofs(choice, measured, regime)
+    measured = roofs.measured_peaks
+    analyze = analyze or functools.partial(analyze_task, roofs=roofs)
     results: list[dict[str, Any]] = []
     names = task_names(task_paths)  # a folder of folders: "level1/19_ReLU"
     with Progress(len(task_paths), enabled=progress) as bar:

@@ -32,7 +32,7 @@ from ..model.gpu import GpuChoice
 from ..tasks.counting import Counts
 from ..tasks.loading import task_names
 from ..timestamps import process_age_s
-from .analyze import analyze_batch, analyze_task, error_result
+from .analyze import analyze_batch, analyze_task, error_result, resolve_roofs
 from .candidates import Candidate
 from .jobs import COUNT, GPU_BACKEND, TIME_CANDIDATE, TIME_REFERENCE
 from .pool import Job, Outcome, Pool, capped_jobs
@@ -185,6 +185,8 @@ class _Batch:
         self.counts: dict[int, tuple[Counts, float]] = {}
         self.in_hand: list[str] = []
         self.judge_seed = opts.judge_seed if opts.judge_seed is not None else secrets.randbelow(2**31 - 1) + 1
+        # The GPU's roofs, once for the batch: every task's floor and its chart use this one set.
+        self.roofs = resolve_roofs(gpu, opts.measured, opts.regime)
 
     def run(self) -> list[dict[str, Any]]:
         if self.opts.timing is not None:
@@ -225,8 +227,8 @@ class _Batch:
         o = self.opts
         try:
             result = analyze_task(self.paths[i], self.gpu, o.dtype, regime=o.regime, strict_fp32=o.strict_fp32,
-                                  t_ref_ms=t_ref, t_new_ms=t_new, measured=o.measured, counts=counts,
-                                  per_op=o.ops)
+                                  t_ref_ms=t_ref, t_new_ms=t_new, counts=counts, per_op=o.ops,
+                                  roofs=self.roofs)
         except RooflineError as exc:  # counted, but no floor to give (a forward that returns nothing)
             result = error_result(self.paths[i], exc)
         if wall_s is not None:
@@ -433,7 +435,8 @@ def _error(path: Path, kind: str | None, error: str | None, wall_s: float | None
 # --- the first versions' path, for comparison -----------------------------------------------------
 
 def _process_path(paths: list[Path], gpu: GpuChoice, opts: BatchOptions, writer, progress: bool) -> list[dict[str, Any]]:
-    analyze = functools.partial(analyze_task, per_op=True) if opts.ops else None
+    # Untimed, each task is put on the roofs resolved here once (timed, analyze_and_time resolves its own).
+    analyze = functools.partial(analyze_task, per_op=opts.ops, roofs=resolve_roofs(gpu, opts.measured, opts.regime))
     if opts.ops and opts.timing is not None:
         raise RooflineError("--ops with --time profiles the reference in the pool's timing worker: "
                             "leave out --isolation process")
