@@ -27,19 +27,24 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import UserError
+from ..model.roofs import RoofSet, datasheet_roof
 from ..peaks.record import CalibrationRecord
 from .outputs import write_bytes
 
-__all__ = ["plot_calibration", "plot_task", "plot_roofline", "calibration_roofs", "FORMATS", "ALL_CEILINGS"]
+__all__ = ["plot_calibration", "plot_task", "plot_roofline", "calibration_roofs", "FORMATS", "ALL_CEILINGS",
+           "check_path", "load_matplotlib", "literal_text", "datasheet_peaks_for", "task_points",
+           "calibration_subtitle"]
 
 #: File extensions a chart can be written as.
 FORMATS = (".png", ".svg")
 
 # (label, peak keys; the largest present value is the ceiling, colour). FP16 and BF16 run on the
 # same tensor pipe at the same rate, so they share one ceiling; FP64 and INT8 are left out by
-# default: FP64 sits on top of FP32 on Hopper and INT8 is not a FLOP rate.
+# default: FP64 sits on top of FP32 on Hopper and INT8 is not a FLOP rate. FP64 on the tensor cores
+# is drawn only for the task whose floor used it (the calibration's chart keeps its one FP64 line).
 _CEILINGS = (
     ("FP64", ("fp64",), "#7f7f7f"),
+    ("FP64 tensor", ("fp64_tensor",), "#4d4d4d"),
     ("FP32", ("fp32",), "#2ca02c"),
     ("TF32", ("tf32",), "#ff7f0e"),
     ("FP16/BF16", ("fp16", "bf16"), "#d62728"),
@@ -56,7 +61,9 @@ _L2 = ("L2", "l2_bandwidth_tbps", "#3fa7d6")
 _TASK_MARKERS = {"reference": ("o", "#111111"), "candidate": ("*", "#e377c2")}
 
 
-def _matplotlib():
+def load_matplotlib() -> tuple[Any, Any, Any, Any, Any]:
+    """matplotlib's ``Figure``, ``FigureCanvasAgg``, ``Line2D``, ``FuncFormatter`` and
+    ``LogLocator``, imported now; not installed, a one-line ``UserError`` saying how to install it."""
     try:
         import matplotlib  # noqa: F401
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -69,7 +76,9 @@ def _matplotlib():
     return Figure, FigureCanvasAgg, Line2D, FuncFormatter, LogLocator
 
 
-def _check_path(path: str | os.PathLike) -> Path:
+def check_path(path: str | os.PathLike) -> Path:
+    """``path`` as a chart's file: a ``.png`` or ``.svg`` name in a folder that exists (else a
+    one-line ``UserError``), checked before any work so that a typo fails at once."""
     p = Path(path)
     if p.suffix.lower() not in FORMATS:
         raise UserError(f"cannot write a chart as {p.name!r}: use a file name ending in "
@@ -332,7 +341,7 @@ def _draw_compute(ax: Any, roofs: _Roofs, x_hi: float) -> None:
     fastest_m = max([b for b in (roofs.l2[0], hbm_m) if b] + [lv.measured for lv in roofs.levels] or [0]) or None
     placed: list[float] = []
     for label, colour, m, d, s in roofs.units:
-        key = label.split()[0].lower()
+        key = label.split(" (")[0].lower().replace(" ", "_")  # "fp32", "fp16/bf16", "fp64_tensor", "int8"
         if d and hbm_d:
             ax.plot([d / hbm_d, x_hi], [d, d], color=colour, linestyle=(0, (5, 3)), linewidth=1.4,
                     gid=f"roof:{key}:datasheet")
@@ -435,7 +444,7 @@ def plot_roofline(
     HBM read:write envelope ``{"R:W": TB/s}`` (or an entry with ``points``), drawn as a band and an
     inset. Every roof line carries a ``gid`` (``roof:<level or unit>:<measured|datasheet|...>``).
     """
-    path = _check_path(path)
+    path = check_path(path)
     with literal_text():
         fig = roofline_figure(title=title, subtitle=subtitle, datasheet=datasheet, measured=measured,
                               sustained=sustained, tasks=tasks, ceilings=ceilings, measured_label=measured_label,
@@ -453,7 +462,7 @@ def literal_text() -> Iterator[None]:
     a parse error). No chart here uses mathtext on purpose, so it is off for all of them, labels
     made at draw time (ticks, legend) included; callers keep the figure's creation and its
     ``savefig`` inside."""
-    _matplotlib()  # not installed: the one-line error, not an ImportError
+    load_matplotlib()  # not installed: the one-line error, not an ImportError
     import matplotlib
 
     with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
@@ -466,7 +475,7 @@ def roofline_figure(*, title: str, subtitle: str = "", datasheet: Mapping[str, A
                     measured_label: str = "measured (burst)", levels: Sequence[Mapping[str, Any]] = (),
                     mix: Mapping[str, Any] | None = None) -> Any:
     """The matplotlib Figure :func:`plot_roofline` writes (same arguments, no path)."""
-    mpl = _matplotlib()
+    mpl = load_matplotlib()
     points = [dict(t) for t in tasks]
     roofs = _roofs(datasheet, measured, sustained, ceilings, levels, mix)
     limits = _limits(roofs, points)
@@ -486,21 +495,18 @@ def roofline_figure(*, title: str, subtitle: str = "", datasheet: Mapping[str, A
 # From a calibration
 # --------------------------------------------------------------------------------------------------
 
-def _datasheet_peaks_for(name: str | None) -> dict[str, float] | None:
-    from ..peaks.datasheet import lookup
-
-    sku = lookup(name) if name else None
-    if sku is None:
-        return None
-    out = {"bandwidth_tbps": sku.bandwidth_tbps}
-    for unit in ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8"):
-        v = getattr(sku, unit)
-        if v is not None:
-            out[unit] = v
-    return out
+def datasheet_peaks_for(name: str | None) -> dict[str, float] | None:
+    """The datasheet roof of the part ``name`` names, as the flat peaks a chart takes (every unit of
+    the registry the SKU has, fp64_tensor included), or None for an unknown part. Only for input
+    read back from disk (a calibration's or an analysis's JSON): a run's result carries its
+    :class:`RoofSet`, whose roofs are drawn instead."""
+    roof = datasheet_roof(name) if name else None
+    return roof.flat() if roof is not None else None
 
 
-def _calibration_subtitle(cal: Mapping[str, Any]) -> str:
+def calibration_subtitle(cal: Mapping[str, Any]) -> str:
+    """The line under a chart that says which calibration its measured roofs are: date and mode,
+    the card's UUID, driver and package versions, and whether it is a test fixture."""
     gpu = cal.get("gpu") or {}
     bits = [f"calibrated {str(cal.get('date', '?'))[:16].replace('T', ' ')} ({cal.get('mode', '?')})"]
     if gpu.get("uuid"):
@@ -531,7 +537,7 @@ def _calibration_datasheet(cal: Mapping[str, Any]) -> Mapping[str, Any] | None:
         return stored["peaks"]  # what the calibration compared against when it ran
     if "datasheet" in cal and stored is None:
         return None  # the part is not in the table: no datasheet roofs to draw
-    return _datasheet_peaks_for((cal.get("gpu") or {}).get("name"))
+    return datasheet_peaks_for((cal.get("gpu") or {}).get("name"))
 
 
 def _levels_of(record: CalibrationRecord) -> list[dict[str, Any]]:
@@ -578,7 +584,7 @@ def plot_calibration(cal: Mapping[str, Any] | str | os.PathLike, path: str | os.
     return plot_roofline(
         path,
         title=f"{gpu.get('name', 'GPU')}: measured " + ("vs datasheet roofline" if roofs["datasheet"] else "roofline"),
-        subtitle=_calibration_subtitle(cal),
+        subtitle=calibration_subtitle(cal),
         **roofs,
     )
 
@@ -587,7 +593,7 @@ def plot_calibration(cal: Mapping[str, Any] | str | os.PathLike, path: str | os.
 # From an analysis (``roofline-ext analyze --json`` / ``analysis.analyze_task``)
 # --------------------------------------------------------------------------------------------------
 
-_UNIT_CEILING = {"fp64": "FP64", "fp64_tensor": "FP64", "fp32": "FP32", "tf32": "TF32",
+_UNIT_CEILING = {"fp64": "FP64", "fp64_tensor": "FP64 tensor", "fp32": "FP32", "tf32": "TF32",
                  "fp16": "FP16/BF16", "bf16": "FP16/BF16", "fp8": "FP8"}
 
 
@@ -601,7 +607,7 @@ def _analysis_roof(result: Mapping[str, Any]) -> tuple[str | None, Mapping[str, 
     return None, None
 
 
-def _task_points(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+def task_points(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Reference and candidate as chart points: at the task's arithmetic intensity, at the rate each
     achieved (all FLOPs over its time), with the roof's attainable rate at that intensity."""
     flops = (_num(result.get("flops")) or 0.0) + (_num(result.get("simt_flops")) or 0.0)
@@ -626,18 +632,24 @@ def _task_points(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     return points
 
 
-def plot_task(result: Mapping[str, Any], path: str | os.PathLike,
-              calibration: Mapping[str, Any] | None = None, *, regime: str | None = None) -> Path:
-    """Chart of one analysed task on its GPU's roofline (``analyze --plot FILE``).
+def _roof_set_peaks(roof_set: RoofSet) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None, str]:
+    """(datasheet, measured, subtitle) from the roofs the run resolved and computed the floors with."""
+    datasheet = roof_set.datasheet.flat() if roof_set.datasheet is not None else None
+    if roof_set.measured is None:
+        why = roof_set.missing.get("measured") or "no measured peaks"
+        return datasheet, None, f"{why}: datasheet roofs only"
+    if roof_set.calibration is not None:
+        subtitle = calibration_subtitle(roof_set.calibration.to_dict())
+    else:
+        subtitle = roof_set.measured.source
+    return datasheet, roof_set.measured.flat(), subtitle
 
-    ``result`` is what ``analyze`` produces (``runner.analyze.analyze_task`` or its ``--json``).
-    The measured roofs come from ``calibration`` when given (the caller looks it up, by the card's
-    UUID: a chart never guesses which card's roofs to draw); else, when the analysis was handed
-    measured peaks, the two it used; else only the datasheet roofs are drawn. The task
-    sits at its arithmetic intensity and at the rate the reference (●) and the candidate (★)
-    achieved, with a dotted line up to the roof; an untimed task is drawn hollow on its roof.
-    """
-    regime = regime or str(result.get("regime") or "burst")
+
+def _looked_up_peaks(result: Mapping[str, Any], calibration: Mapping[str, Any] | None,
+                     regime: str) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None, str]:
+    """(datasheet, measured, subtitle) for a result without its RoofSet, an analysis JSON read back
+    from disk (its roofs do not travel in the JSON): ``calibration`` when given, else the two
+    measured peaks the result records, and the datasheet looked up by the result's SKU or GPU."""
     gpu_name = result.get("gpu") if isinstance(result.get("gpu"), str) else None
     roofs = result.get("roofs") or {}
     measured = None
@@ -646,7 +658,7 @@ def plot_task(result: Mapping[str, Any], path: str | os.PathLike,
         record = CalibrationRecord.read(calibration)
         measured = _peaks_or_none(record, regime)
         gpu_name = gpu_name or record.gpu.name
-        subtitle = _calibration_subtitle(calibration)
+        subtitle = calibration_subtitle(calibration)
     elif isinstance(roofs.get("measured"), Mapping):
         # Measured peaks handed to analyze directly: draw the two it used.
         m = roofs["measured"]
@@ -654,10 +666,37 @@ def plot_task(result: Mapping[str, Any], path: str | os.PathLike,
         measured = {k: v for k, v in (("bandwidth_tbps", m.get("bandwidth_tbps")),
                                       (unit, m.get("compute_tflops"))) if k and v}
         subtitle = "measured roofs as given to analyze"
-    datasheet = _datasheet_peaks_for(result.get("sku") or gpu_name)
+    datasheet = datasheet_peaks_for(result.get("sku") or gpu_name)
     if not subtitle:
         subtitle = ("no calibration cached for this GPU: datasheet roofs only "
                     "(run 'roofline-ext calibrate' on it)")
+    return datasheet, measured, subtitle
+
+
+def plot_task(result: Mapping[str, Any], path: str | os.PathLike,
+              calibration: Mapping[str, Any] | None = None, *, regime: str | None = None,
+              roofs: RoofSet | None = None) -> Path:
+    """Chart of one analysed task on its GPU's roofline (``analyze --plot FILE``).
+
+    ``result`` is what ``analyze`` produces (``runner.analyze.analyze_task`` or its ``--json``).
+    ``roofs``: the :class:`RoofSet` the run computed the floors with (a run's result carries it),
+    drawn as it is: the chart then looks nothing up. Without it (an analysis read back from JSON)
+    the measured roofs come from ``calibration`` when given (the caller looks it up, by the card's
+    UUID: a chart never guesses which card's roofs to draw); else, when the analysis was handed
+    measured peaks, the two it used; else only the datasheet roofs are drawn. The task
+    sits at its arithmetic intensity and at the rate the reference (●) and the candidate (★)
+    achieved, with a dotted line up to the roof; an untimed task is drawn hollow on its roof.
+    """
+    if roofs is not None:
+        regime = roofs.regime
+        datasheet, measured, subtitle = _roof_set_peaks(roofs)
+    else:
+        regime = regime or str(result.get("regime") or "burst")
+        datasheet, measured, subtitle = _looked_up_peaks(result, calibration, regime)
+    gpu_name = result.get("gpu") if isinstance(result.get("gpu"), str) else None
+    if gpu_name is None:
+        gpu_name = roofs.gpu if roofs is not None else (CalibrationRecord.read(calibration).gpu.name
+                                                        if calibration is not None else None)
     dtype = str(result.get("compute_dtype") or result.get("dtype") or "").replace("torch.", "")
     bound = result.get("bound")
     if dtype or bound:
@@ -675,7 +714,7 @@ def plot_task(result: Mapping[str, Any], path: str | os.PathLike,
         subtitle=subtitle,
         datasheet=datasheet,
         measured=measured,
-        tasks=_task_points(result),
+        tasks=task_points(result),
         ceilings=ceilings,
         measured_label=f"measured ({regime})",
     )

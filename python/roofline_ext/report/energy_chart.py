@@ -31,7 +31,7 @@ from typing import Any, Iterable, Sequence
 
 from ..errors import UserError
 from ..model.energy import COMPUTE_KEYS, HBM_KEYS, EnergyCosts, TaskEnergy
-from .charts import _check_path, _matplotlib, literal_text
+from .charts import check_path, literal_text, load_matplotlib
 from .outputs import write_bytes
 
 __all__ = ["plot_energy_roofline", "energy_figure"]
@@ -72,7 +72,7 @@ def _limits(e_flop: Sequence[float], e_byte: Sequence[float], tasks: Sequence[Ta
 
 def energy_figure(costs: EnergyCosts, *, title: str, subtitle: str = "", tasks: Iterable[TaskEnergy] = ()) -> Any:
     """The matplotlib Figure :func:`plot_energy_roofline` writes (same arguments, no path)."""
-    Figure, FigureCanvasAgg, Line2D, FuncFormatter, LogLocator = _matplotlib()
+    Figure, FigureCanvasAgg, Line2D, FuncFormatter, LogLocator = load_matplotlib()
     points = list(tasks)
     compute = [(k, c) for k in COMPUTE_KEYS if (c := costs.get(k)) is not None]
     memory = [(k, c) for k in (*HBM_KEYS, "l2") if (c := costs.get(k)) is not None]
@@ -161,7 +161,7 @@ def plot_energy_roofline(costs: EnergyCosts, path: str | os.PathLike, *, title: 
                          tasks: Iterable[TaskEnergy] = ()) -> Path:
     """Draw the energy roofline of ``costs`` (and each task's measured point over its floor) and
     write it to ``path`` (.png or .svg); returns the path. Names are drawn as written."""
-    path = _check_path(path)
+    path = check_path(path)
     with literal_text():
         fig = energy_figure(costs, title=title, subtitle=subtitle, tasks=tasks)
         buf = io.BytesIO()

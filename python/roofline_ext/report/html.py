@@ -28,6 +28,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import UserError
 from ..inputs import read_json
+from ..model.roofs import RoofSet
 from ..schema import NUMBER, problem
 
 #: The page may fetch nothing: no network, no other file. Inline style and the one inline script only.
@@ -376,7 +377,7 @@ def _render_svg(draw: Any, prefix: str) -> str:
 
 
 def _task_points(analyses: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    from .charts import _task_points as points_of
+    from .charts import task_points as points_of
 
     out = []
     for t in analyses:
@@ -389,7 +390,7 @@ def _task_points(analyses: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def calibration_chart(cal: Mapping[str, Any], analyses: Sequence[Mapping[str, Any]], prefix: str) -> str:
     """The calibration's hierarchical roofline (HBM with its read:write envelope, L2 plateaus,
     shared memory, every compute unit) with the analysed tasks of the same part on it."""
-    from .charts import _calibration_subtitle, calibration_roofs, plot_roofline
+    from .charts import calibration_roofs, calibration_subtitle, plot_roofline
 
     gpu = cal.get("gpu") or {}
     tasks = _task_points(a for a in analyses if _same_part(a.get("gpu") or a.get("sku"), gpu.get("name")))
@@ -397,16 +398,22 @@ def calibration_chart(cal: Mapping[str, Any], analyses: Sequence[Mapping[str, An
 
     def draw(path: Path) -> None:
         plot_roofline(path, title=f"{gpu.get('name', 'GPU')}: measured vs datasheet roofline",
-                      subtitle=_calibration_subtitle(cal), tasks=tasks, **roofs)
+                      subtitle=calibration_subtitle(cal), tasks=tasks, **roofs)
 
     return f"<figure>{_render_svg(draw, prefix)}</figure>"
 
 
-def datasheet_chart(gpu_name: str, analyses: Sequence[Mapping[str, Any]], prefix: str) -> str:
-    """The tasks of a GPU nobody calibrated, on its datasheet roofs."""
-    from .charts import _datasheet_peaks_for, plot_roofline
+def datasheet_chart(gpu_name: str, analyses: Sequence[Mapping[str, Any]], prefix: str,
+                    roofs: RoofSet | None = None) -> str:
+    """The tasks of a GPU nobody calibrated, on its datasheet roofs: those of ``roofs`` (the
+    RoofSet a run resolved) when the caller has it."""
+    from .charts import plot_roofline
 
-    datasheet = _datasheet_peaks_for(gpu_name)
+    if roofs is None:
+        # The report reads analyses back from JSON files, and a result's RoofSet does not travel in
+        # its JSON: the datasheet roof is resolved again, from the part name the analyses record.
+        roofs = RoofSet.for_name(gpu_name)
+    datasheet = roofs.datasheet.flat() if roofs.datasheet is not None else None
     if datasheet is None:
         return f"<p class='muted'>No datasheet roofs for {esc(gpu_name)}: no chart.</p>"
 
@@ -419,10 +426,10 @@ def datasheet_chart(gpu_name: str, analyses: Sequence[Mapping[str, Any]], prefix
 
 
 def _charts_available() -> str | None:
-    from .charts import _matplotlib
+    from .charts import load_matplotlib
 
     try:
-        _matplotlib()
+        load_matplotlib()
     except UserError as exc:
         return str(exc)
     return None

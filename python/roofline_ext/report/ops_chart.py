@@ -17,18 +17,16 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..model.roofs import RoofSet
 from ..peaks.record import CalibrationRecord
-from .charts import _check_path, _datasheet_peaks_for, _matplotlib, literal_text
+from ..peaks.units import UNIT, short_label
+from .charts import check_path, datasheet_peaks_for, literal_text, load_matplotlib
 from .outputs import write_bytes
 
 __all__ = ["plot_ops", "LABELLED"]
 
 #: How many ops get a label.
 LABELLED = 8
-
-_UNIT_KEYS = {"fp64": "fp64", "fp64_tensor": "fp64", "fp32": "fp32", "tf32": "tf32", "fp16": "fp16",
-              "bf16": "bf16", "fp8": "fp8", "int8": "int8"}
-
 
 def _pos(x: Any) -> float | None:
     if isinstance(x, bool) or not isinstance(x, (int, float)):
@@ -62,29 +60,45 @@ def _points(result: Mapping[str, Any], roof: str) -> tuple[list[dict[str, Any]],
 
 
 def plot_ops(result: Mapping[str, Any], path: str | os.PathLike, calibration: Mapping[str, Any] | None = None,
-             *, regime: str | None = None) -> Path:
+             *, regime: str | None = None, roofs: RoofSet | None = None) -> Path:
     """Draw an analysed task with ``ops`` (``analyze_task(..., per_op=True)`` or ``--json``) and write
-    it to ``path`` (.png or .svg); returns the path. ``calibration``: this card's, for the measured
-    roofs (the L2 slope among them). Op and task names are drawn as written (no mathtext)."""
+    it to ``path`` (.png or .svg); returns the path. ``roofs``: the :class:`RoofSet` the run computed
+    the floors with, drawn as it is; without it (an analysis read back from JSON), ``calibration``:
+    this card's, for the measured roofs (the L2 slope among them), and the datasheet looked up by
+    the result's SKU. Op and task names are drawn as written (no mathtext)."""
     with literal_text():
-        return _plot_ops(result, path, calibration, regime=regime)
+        return _plot_ops(result, path, _chart_peaks(result, calibration, regime, roofs))
 
 
-def _plot_ops(result: Mapping[str, Any], path: str | os.PathLike, calibration: Mapping[str, Any] | None,
-              *, regime: str | None) -> Path:
-    Figure, FigureCanvasAgg, Line2D, FuncFormatter, _ = _matplotlib()
-    path = _check_path(path)
+def _chart_peaks(result: Mapping[str, Any], calibration: Mapping[str, Any] | None, regime: str | None,
+                 roofs: RoofSet | None) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """(datasheet, measured) flat peaks: the run's RoofSet when given; else, for a result read back
+    from disk (which does not carry it), looked up: the datasheet by SKU, the measured peaks from
+    ``calibration`` or the two the result records."""
+    if roofs is not None:
+        return ((roofs.datasheet.flat() if roofs.datasheet is not None else {}),
+                (roofs.measured.flat() if roofs.measured is not None else {}))
     regime = regime or str(result.get("regime") or "burst")
-    roof = _roof_name(result)
-    points, data_only = _points(result, roof)
     gpu = result.get("gpu") if isinstance(result.get("gpu"), str) else None
-    datasheet = _datasheet_peaks_for(result.get("sku") or gpu) or {}
+    datasheet = datasheet_peaks_for(result.get("sku") or gpu) or {}
     measured = dict(CalibrationRecord.read(calibration).peaks(regime)) if calibration else {}
     m = (result.get("roofs") or {}).get("measured") or {}
     if not measured and m:
         measured = {"bandwidth_tbps": m.get("bandwidth_tbps"), str(m.get("compute_unit")): m.get("compute_tflops")}
+    return datasheet, measured
+
+
+def _plot_ops(result: Mapping[str, Any], path: str | os.PathLike,
+              peaks: tuple[Mapping[str, Any], Mapping[str, Any]]) -> Path:
+    Figure, FigureCanvasAgg, Line2D, FuncFormatter, _ = load_matplotlib()
+    path = check_path(path)
+    roof = _roof_name(result)
+    points, data_only = _points(result, roof)
+    gpu = result.get("gpu") if isinstance(result.get("gpu"), str) else None
+    datasheet, measured = peaks
     l2 = _pos(((result.get("kernel_profile") or {}).get("l2_tbps"))) or _pos(measured.get("l2_bandwidth_tbps"))
-    unit = _UNIT_KEYS.get(str(result.get("compute_unit")), "fp32")
+    # The unit the task's floor used (fp64_tensor included), by the registry; FP32 when unknown.
+    unit = str(result.get("compute_unit")) if str(result.get("compute_unit")) in UNIT else "fp32"
 
     fig = Figure(figsize=(10, 6.5), dpi=110)
     FigureCanvasAgg(fig)
@@ -115,7 +129,7 @@ def _plot_ops(result: Mapping[str, Any], path: str | os.PathLike, calibration: M
     for value, style, what in ((_pos(measured.get(unit)), "-", "measured"), (_pos(datasheet.get(unit)), (0, (5, 3)),
                                                                              "datasheet")):
         if value:
-            ax.axhline(value, color="#ff7f0e", linestyle=style, linewidth=1.2, label=f"{unit.upper()} {what}")
+            ax.axhline(value, color="#ff7f0e", linestyle=style, linewidth=1.2, label=f"{short_label(unit)} {what}")
     for value, style, what in ((_pos(measured.get("fp32")), "-", "measured"), (_pos(datasheet.get("fp32")),
                                                                                (0, (5, 3)), "datasheet")):
         if value and unit != "fp32":

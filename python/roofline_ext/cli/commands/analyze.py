@@ -34,7 +34,7 @@ from ...report.outputs import check_outputs
 from ...report.summary import BatchWriter, batch_summary, summary_table
 from ...report.writers import dumps, public, summarize, write_atomic
 from ...measure.timing import DEFAULT_MAX_TIME_S, DEFAULT_PRECISION
-from ...runner.analyze import REGIMES, calibration_for, measured_peaks_for
+from ...runner.analyze import REGIMES, ROOF_SET_KEY, calibration_for, measured_peaks_for
 from ...runner.batch import (DEFAULT_COUNT_TIMEOUT_S, DEFAULT_TIME_TIMEOUT_S, ISOLATIONS, BatchOptions, TaskFailed,
                              TimingOptions, run_batch)
 
@@ -240,10 +240,10 @@ def _check_run_options(args: argparse.Namespace, paths: list[Path], batch: bool)
     if args.plot is not None:
         if batch:
             raise UserError("--plot takes one task file, not a batch")
-        from ...report.charts import _check_path, _matplotlib
+        from ...report.charts import check_path, load_matplotlib
 
-        _check_path(args.plot)
-        _matplotlib()  # installed? Known now, not after the analysis
+        check_path(args.plot)
+        load_matplotlib()  # installed? Known now, not after the analysis
 
 
 def _candidates(args: argparse.Namespace, paths: list[Path]):
@@ -293,16 +293,17 @@ def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
     if result["status"] != "ok":
         raise TaskFailed(result["error"], result.get("error_kind"))
     if args.plot:
-        # The chart draws the roofs the analysis used: this card's calibration, found by UUID.
-        cal = calibration_for(gpu) if (result.get("roofs") or {}).get("measured") else None
+        # The chart draws the roofs the analysis used: the RoofSet the run resolved once and
+        # computed the floors with, carried on the result (the chart looks no peaks up).
+        roofs = result.get(ROOF_SET_KEY)
         if args.ops:
             from ...report.ops_chart import plot_ops
 
-            written = plot_ops(public(result), args.plot, cal)
+            written = plot_ops(public(result), args.plot, roofs=roofs)
         else:
             from ...report.charts import plot_task
 
-            written = plot_task(public(result), args.plot, cal)
+            written = plot_task(public(result), args.plot, roofs=roofs)
         print(f"roofline-ext: chart written to {written}", file=sys.stderr)
     if args.csv:
         BatchWriter(csv_path=args.csv, meta={"timed": bool(args.time)}).add(result)

@@ -81,11 +81,11 @@ def _check_plot(plot: str | None) -> Path | None:
     or a missing matplotlib must not be found out after minutes of calibration."""
     if plot is None:
         return None
-    from ...report.charts import _check_path, _matplotlib
+    from ...report.charts import check_path, load_matplotlib
 
     _check_outputs({"--plot": plot})
-    base = _check_path(plot)
-    _matplotlib()
+    base = check_path(plot)
+    load_matplotlib()
     return base
 
 
