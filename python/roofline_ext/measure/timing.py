@@ -110,7 +110,7 @@ def fewest_trials(trials: Trials) -> int:
     return trial_rule(trials).fewest()
 
 
-def _torch():
+def lazy_torch():
     import torch
 
     return torch
@@ -120,7 +120,7 @@ class L2Flush:
     """Writes a buffer twice the L2 size so no trial starts with the previous trial's data cached."""
 
     def __init__(self, device: int) -> None:
-        torch = _torch()
+        torch = lazy_torch()
         l2 = torch.cuda.get_device_properties(device).L2_cache_size or (64 << 20)
         self.buf = torch.empty(2 * l2 // 4, dtype=torch.int32, device=f"cuda:{device}")
 
@@ -134,10 +134,10 @@ class CudaEvents:
     in ms, as ``torch.cuda.Event``)."""
 
     def event(self) -> Any:
-        return _torch().cuda.Event(enable_timing=True)
+        return lazy_torch().cuda.Event(enable_timing=True)
 
     def synchronize(self) -> None:
-        _torch().cuda.synchronize()
+        lazy_torch().cuda.synchronize()
 
 
 def _warm_up(fn, warmup: int, before, events) -> None:
@@ -277,7 +277,7 @@ def time_callable(fn, *, device: int = 0, trials: Trials = DEFAULT_TRIALS, warmu
     ``flush`` must be given)."""
     rule = trial_rule(trials)
     if events is None:
-        torch = _torch()
+        torch = lazy_torch()
         flush = flush or L2Flush(device)
         with torch.cuda.device(device):
             return _timed(fn, rule, warmup, flush, CudaEvents(), clock)
@@ -293,7 +293,7 @@ def _timed(fn, rule: TrialRule, warmup: int, before, events, clock) -> dict[str,
 
 def timing_overhead_us(device: int = 0, trials: int = 200) -> float:
     """Median event-to-event time of a forward that launches no kernel: our per-trial overhead."""
-    torch = _torch()
+    torch = lazy_torch()
     x = torch.empty(1, device=f"cuda:{device}")
     t = time_callable(lambda: x, device=device, trials=trials, warmup=10)
     return t["median_ms"] * 1000.0

@@ -76,7 +76,7 @@ _CONSUMER_HALVED_ARCHS = {(7, 5), (8, 6), (8, 9), (12, 0)}
 _CONSUMER_HALVED_UNITS = {"tf32", "fp16", "bf16", "fp8"}
 
 
-def _cc_tuple(cc: Any) -> tuple[int, int]:
+def cc_tuple(cc: Any) -> tuple[int, int]:
     if isinstance(cc, str):
         major, _, minor = cc.strip().partition(".")
         return int(major), int(minor or 0)
@@ -120,7 +120,7 @@ def clock_derived_peak(
     """
     if unit not in UNITS:
         raise ValueError(f"unknown unit {unit!r}; units: {', '.join(UNITS)}")
-    major, minor = _cc_tuple(cc)
+    major, minor = cc_tuple(cc)
     rates = ops_per_clock(major, minor, consumer=consumer)
     rate = None if rates is None else rates[unit]
     if rate is None or not sm_count or not clock_mhz:

@@ -154,10 +154,10 @@ def _ceiling(cal: Mapping[str, Any], regime: str, key: str) -> float | None:
 
 
 def _device_ceiling(gpu: Mapping[str, Any], key: str) -> float | None:
-    from .derived import _cc_tuple, derived_peaks
+    from .derived import cc_tuple, derived_peaks
 
     try:
-        major, minor = _cc_tuple(gpu.get("compute_capability"))
+        major, minor = cc_tuple(gpu.get("compute_capability"))
         derived = derived_peaks(major, minor, gpu.get("sm_count"), gpu.get("max_sm_clock_mhz"),
                                 gpu.get("max_mem_clock_mhz"), gpu.get("memory_bus_width_bits"),
                                 consumer="geforce" in str(gpu.get("name", "")).lower())

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..model.floors import ROOF_NAMES
 from .outputs import STDOUT
-from .writers import CSV_COLUMNS, ResultsWriter, _csv_row, dumps, summarize, write_atomic
+from .writers import CSV_COLUMNS, ResultsWriter, csv_row, dumps, summarize, write_atomic
 
 
 def _median(values: Iterable[float | None]) -> float | None:
@@ -141,7 +141,7 @@ def _trial_cells(stats: Mapping[str, Any] | None, who: str) -> dict[str, Any]:
 
 
 def _timed_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
-    base = _csv_row(result)
+    base = csv_row(result)
     base.update(wall_s=result.get("wall_s"), t_ref_ms=result.get("t_ref_ms"), t_compile_ms=result.get("t_compile_ms"))
     for roof in ROOF_NAMES:
         base[f"{roof}_ref_fraction"] = _roof(result, roof).get("ref_fraction")
@@ -181,7 +181,7 @@ class BatchWriter(ResultsWriter):
         if self.csv_to_stdout:  # stdout is not rewritten: rows as results come (any order)
             timed = bool(self.meta.get("timed"))
             self._stream_csv(CSV_COLUMNS + (TIMED_COLUMNS if timed else ()),
-                             _timed_rows(result) if timed else [_csv_row(result)])
+                             _timed_rows(result) if timed else [csv_row(result)])
         self.flush(complete=False)
 
     def document(self, complete: bool) -> dict[str, Any]:
@@ -204,6 +204,6 @@ class BatchWriter(ResultsWriter):
         w = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n")
         w.writeheader()
         for r in self.results:
-            for row in (_timed_rows(r) if timed else [_csv_row(r)]):
+            for row in (_timed_rows(r) if timed else [csv_row(r)]):
                 w.writerow(row)
         return buf.getvalue()

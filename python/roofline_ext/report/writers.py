@@ -33,7 +33,7 @@ CSV_COLUMNS = (
 )
 
 
-def _csv_row(result: Mapping[str, Any]) -> dict[str, Any]:
+def csv_row(result: Mapping[str, Any]) -> dict[str, Any]:
     row = {k: result.get(k) for k in CSV_COLUMNS if k in result}
     # the primary roof's unit (after any fallback), limiter and times
     primary = (result.get("roofs") or {}).get(result.get("primary_roof") or "") or {}
@@ -118,7 +118,7 @@ class ResultsWriter:
     def add(self, result: Mapping[str, Any]) -> None:
         self.results.append(dict(result))
         if self.csv_to_stdout:
-            self._stream_csv(CSV_COLUMNS, [_csv_row(result)])
+            self._stream_csv(CSV_COLUMNS, [csv_row(result)])
         self.flush(complete=False)
 
     def flush(self, complete: bool) -> None:
@@ -129,7 +129,7 @@ class ResultsWriter:
             w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
             w.writeheader()
             for r in self.results:
-                w.writerow(_csv_row(r))
+                w.writerow(csv_row(r))
             write_atomic(self.csv_path, buf.getvalue())
 
 

@@ -170,9 +170,9 @@ def main(argv: list[str]) -> int:
     try:
         info = _warm_up(count="--no-warm-up" not in argv)
     except BaseException as exc:  # no torch, or a broken install: the runner says why
-        from .worker import _failure
+        from .worker import failure_reply
 
-        channel.send_control(ctl, {"op": "failed", **_failure(exc, {}, "startup")})
+        channel.send_control(ctl, {"op": "failed", **failure_reply(exc, {}, "startup")})
         return 1
     gc.collect()
     gc.freeze()  # objects alive now are never scanned again: workers keep sharing their pages

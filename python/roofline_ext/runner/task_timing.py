@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..device.status import require_measurement
-from ..measure.timing import (DEFAULT_SEED, DEFAULT_TRIALS, DEFAULT_WARMUP, L2Flush, Trials, _torch,
+from ..measure.timing import (DEFAULT_SEED, DEFAULT_TRIALS, DEFAULT_WARMUP, L2Flush, Trials, lazy_torch,
                               fewest_trials, time_callable)
 from ..peaks.units import TOLERANCES, task_dtype_name
 from ..tasks.loading import TaskError, exec_source_module, load_task
 
 
 def _cast(obj, device, dtype):
-    torch = _torch()
+    torch = lazy_torch()
     if isinstance(obj, torch.Tensor):
         obj = obj.to(device)
         if dtype is not None and obj.is_floating_point():
@@ -90,7 +90,7 @@ INPUT_PLACEMENTS = ("auto", "cpu")
 
 def _open(path: str | Path, dtype: str | None, device: int):
     """The loaded task, its CUDA device and the ``--dtype`` cast (or None)."""
-    tdtype = getattr(_torch(), task_dtype_name(dtype)) if dtype is not None else None
+    tdtype = getattr(lazy_torch(), task_dtype_name(dtype)) if dtype is not None else None
     # The task loads first: a file that is broken (or kills its process) is reported as such even on
     # a machine where the GPU check would fail next.
     task = load_task(path)
@@ -99,12 +99,12 @@ def _open(path: str | Path, dtype: str | None, device: int):
     except BaseException:
         task.unload()
         raise
-    return task, _torch().device(f"cuda:{device}"), tdtype
+    return task, lazy_torch().device(f"cuda:{device}"), tdtype
 
 
 def _build(task, cls, init: list, dev, tdtype, seed: int, what: str):
     """``cls(*init)`` under ``seed``, moved to ``dev`` (and cast), in eval mode."""
-    torch = _torch()
+    torch = lazy_torch()
     torch.manual_seed(seed)
     model = task.call(cls, f"{what}(*get_init_inputs())", "init", *init)
 
@@ -126,7 +126,7 @@ def make_inputs(task, dev, tdtype, seed: int, placement: str = "auto") -> tuple[
     did. Either way the values depend only on the task, the seed and the placement, so a reference
     and a candidate timed apart see the same inputs. Tensors still on the CPU are copied to ``dev``.
     """
-    torch = _torch()
+    torch = lazy_torch()
     if placement not in INPUT_PLACEMENTS:
         raise ValueError(f"input placement {placement!r}: choose one of {', '.join(INPUT_PLACEMENTS)}")
     made = "cpu"
@@ -146,7 +146,7 @@ def make_inputs(task, dev, tdtype, seed: int, placement: str = "auto") -> tuple[
 
 
 def _tensors(obj) -> list:
-    torch = _torch()
+    torch = lazy_torch()
     if isinstance(obj, torch.Tensor):
         return [obj]
     if isinstance(obj, (list, tuple)):
@@ -155,7 +155,7 @@ def _tensors(obj) -> list:
 
 
 def _tolerance(inputs: list, tdtype) -> tuple[Any, float]:
-    torch = _torch()
+    torch = lazy_torch()
     run_dtype = next((t.dtype for t in inputs if isinstance(t, torch.Tensor) and t.is_floating_point()),
                      tdtype or torch.float32)
     return run_dtype, TOLERANCES.get(str(run_dtype).replace("torch.", ""), 1e-4)
@@ -191,7 +191,7 @@ def _time(fn, device: int, trials: Trials, warmup: int, flush) -> dict[str, Any]
 
 
 def _header(path, dev, run_dtype, seed: int, made: str) -> dict[str, Any]:
-    torch = _torch()
+    torch = lazy_torch()
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
     return {"task": str(path), "device": name, "dtype": str(run_dtype),
             "seed": seed, "inputs": made}
@@ -204,7 +204,7 @@ def _reference_setup(task, path, dev, tdtype, seed: int, inputs: str):
     arguments, made the one way that :func:`time_reference`, :func:`time_compiled` and the judge
     share (same seed, same placement), so the compiled model is checked against the very eager
     output the reference's timing ran and a candidate is built from the same arguments."""
-    torch = _torch()
+    torch = lazy_torch()
     torch.manual_seed(seed)
     init = task.init_inputs()
     model = _build(task, task.model_cls, init, dev, tdtype, seed, "Model")
@@ -224,7 +224,7 @@ def time_reference(path: str | Path, *, dtype: str | None = None, trials: Trials
     the inputs were made; with ``compile`` also ``t_compile_ms``, ``compiled`` and
     ``compiled_correctness``. Raises ``TaskError`` (one line) and ``GpuUnavailableError``.
     """
-    torch = _torch()
+    torch = lazy_torch()
     task, dev, tdtype = _open(path, dtype, device)
     try:
         model, args, tol, result, _ = _reference_setup(task, path, dev, tdtype, seed, inputs)
@@ -251,7 +251,7 @@ def _time_compiled(task, model, args, ref_out, tol, device, trials, warmup, flus
     fused, and a floor check must see it."""
     import time
 
-    torch = _torch()
+    torch = lazy_torch()
     from torch._dynamo.utils import counters
 
     hits = counters["inductor"]["fxgraph_cache_hit"]
@@ -281,7 +281,7 @@ def time_compiled(path: str | Path, *, dtype: str | None = None, trials: Trials 
     ``compile_s`` (the first call: tracing, compiling, running) and the header. What it compiled is
     forgotten by the worker after the job (:func:`roofline_ext.runner.compiling.reset`).
     """
-    torch = _torch()
+    torch = lazy_torch()
     task, dev, tdtype = _open(path, dtype, device)
     try:
         model, args, tol, result, _ = _reference_setup(task, path, dev, tdtype, seed, inputs)
@@ -339,8 +339,8 @@ def judge_candidate(path: str | Path, *, new: str | Path | None = None, dtype: s
     ``--time``, so a kernel repository's CI (or this project's CPU tests) can use it anywhere."""
     task = load_task(path)
     try:
-        dev = _torch().device(device)
-        tdtype = getattr(_torch(), task_dtype_name(dtype)) if dtype is not None else None
+        dev = lazy_torch().device(device)
+        tdtype = getattr(lazy_torch(), task_dtype_name(dtype)) if dtype is not None else None
         return _judged(task, path, new, dev, tdtype, seed, "cpu" if dev.type == "cpu" else "auto",
                        correct_trials, judge, judge_seed, None)
     finally:
@@ -424,7 +424,7 @@ def time_task(path: str | Path, *, new: str | Path | None = None, dtype: str | N
     incorrect (as the first versions did). Raises ``GpuUnavailableError`` without a GPU and
     ``TaskError`` (one line) for a broken task.
     """
-    torch = _torch()
+    torch = lazy_torch()
     task, dev, tdtype = _open(path, dtype, device)
     unload_candidate = None
     try:

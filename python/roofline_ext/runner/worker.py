@@ -42,7 +42,7 @@ def _resolve(name: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), attr)
 
 
-def _failure(exc: BaseException, kwargs: dict[str, Any], default_kind: str) -> dict[str, Any]:
+def failure_reply(exc: BaseException, kwargs: dict[str, Any], default_kind: str) -> dict[str, Any]:
     from ..errors import GpuUnavailableError, RooflineError
     from .analyze import error_result
 
@@ -73,7 +73,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     try:
         reply = {"ok": True, "value": _resolve(job["fn"])(**kwargs)}
     except BaseException as exc:  # a task must never end its worker silently
-        reply = _failure(exc, kwargs, job.get("error_kind", "internal"))
+        reply = failure_reply(exc, kwargs, job.get("error_kind", "internal"))
     finally:
         _flush_output()
     reply["seconds"] = time.perf_counter() - t0

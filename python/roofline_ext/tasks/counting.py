@@ -84,7 +84,7 @@ from ..errors import UserError
 from ..peaks.units import ROOF_ORDER, TASK_DTYPES, task_dtype_name
 from .formulas import causal_pairs as _causal_pairs  # noqa: F401  (the tests' name for it)
 from .formulas import flop_formulas, flopcounter_formulas
-from .loading import Task, TaskError, _describe_exception, _where, load_task
+from .loading import Task, TaskError, describe_exception, load_task, located
 from .opcounter import make_op_counter
 from .opcounts import UNWRITTEN_OUTPUT, ModuleTracker, OpCount, OpRecorder, family_functions, op_family
 from .traffic import Reads, storage_bytes
@@ -680,9 +680,9 @@ def _forward(task: Task, module, inputs: list, model: str):
         failure = _fake_failure(exc)
         if failure is not None:
             what = f"{model}.forward()" if failure[0] == "it" else failure[0]
-            raise TaskError(f"{_where(task.path, exc)}: {what} cannot be counted without running it: {failure[1]}",
+            raise TaskError(f"{located(task.path, exc)}: {what} cannot be counted without running it: {failure[1]}",
                             kind="unsupported-op", path=task.path) from exc
         raise TaskError(
-            f"{_where(task.path, exc)}: {model}.forward() failed: {_describe_exception(exc)}",
+            f"{located(task.path, exc)}: {model}.forward() failed: {describe_exception(exc)}",
             kind="forward", path=task.path,
         ) from exc

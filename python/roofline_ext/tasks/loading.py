@@ -79,7 +79,7 @@ def _missing_module(exc: BaseException) -> str | None:
     return f"needs the Python module `{top}`, which is not installed: pip install {_PIP_NAMES.get(top, top)}"
 
 
-def _describe_exception(exc: BaseException) -> str:
+def describe_exception(exc: BaseException) -> str:
     if isinstance(exc, SystemExit):
         return f"called sys.exit({exc.code!r})"
     missing = _missing_module(exc)
@@ -139,7 +139,7 @@ class Task:
             raise
         except BaseException as exc:  # SystemExit and friends too: a task must not end the batch
             raise TaskError(
-                f"{_where(self.path, exc)}: {what} failed: {_describe_exception(exc)}", kind=kind, path=self.path
+                f"{_where(self.path, exc)}: {what} failed: {describe_exception(exc)}", kind=kind, path=self.path
             ) from exc
 
     def init_inputs(self) -> list[Any]:
@@ -294,7 +294,7 @@ def load_task(path: str | os.PathLike) -> Task:
         raise TaskError(f"{where}: syntax error: {_one_line(exc.msg)}", kind="syntax", path=p) from exc
     except BaseException as exc:
         kind = "exit" if isinstance(exc, SystemExit) else "import"
-        what = _missing_module(exc) or f"loading failed: {_describe_exception(exc)}"
+        what = _missing_module(exc) or f"loading failed: {describe_exception(exc)}"
         raise TaskError(f"{_where(p, exc)}: {what}", kind=kind, path=p) from exc
     # Helper modules imported from the task's folder are the task's: forget them with it, so that a
     # batch over two folders that each have a `utils.py` does not hand the second task the first's.
