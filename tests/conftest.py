@@ -65,3 +65,20 @@ def _private_calibration_cache(tmp_path_factory, monkeypatch):
     """Every test sees an empty calibration cache of its own, never the user's: a calibration cached
     on this machine must not change what analyze tests compute."""
     monkeypatch.setenv("ROOFLINE_EXT_CACHE_DIR", str(tmp_path_factory.mktemp("calibration-cache")))
+
+
+@pytest.fixture
+def analyze_in_process():
+    """``roofline-ext analyze ARGV`` as ``main()`` in this process with ``--isolation process``:
+    the task is counted here, not by a worker pool. A pool starts a fork server that imports torch
+    (about 2.2 s per ``analyze`` on the 2-core CI-class VM, against 0.01 s counting here), which a
+    test pays for nothing when what it checks is the report, the numbers or the arguments. Tests of
+    the pool, of isolation or of process behaviour (a task's own exit or Ctrl-C, workers, the fork
+    server) call ``main()`` without it, through the pool. ``before`` goes ahead of ``analyze``
+    (global flags such as ``--debug``). Returns the exit code."""
+    from roofline_ext.cli import main
+
+    def run(*argv, before=()):
+        return main([*map(str, before), "analyze", "--isolation", "process", *map(str, argv)])
+
+    return run

@@ -1350,17 +1350,23 @@ def _warm_in_process() -> None:
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory) -> dict[str, Outcome]:
-    """Every case, run up front: the process cases in parallel threads (those that need torch forked
-    from tests/cli_zygote.py, ROOFLINE_TEST_FRESH=1 starts each one fresh), the in-process ones
-    meanwhile in this thread, one after the other (they change the working directory)."""
-    tmps = {c.id: tmp_path_factory.mktemp(c.id[:40]) for c in CASES}
-    procs = [c for c in CASES if not _in_process(c)]
+def outcomes(tmp_path_factory, request) -> dict[str, Outcome]:
+    """Every selected case, run up front: the process cases in parallel threads (those that need
+    torch forked from tests/cli_zygote.py, ROOFLINE_TEST_FRESH=1 starts each one fresh), the
+    in-process ones meanwhile in this thread, one after the other (they change the working
+    directory). Selected: the cases whose test this session runs (``-m "not slow"`` leaves out the
+    process cases, ``-k`` picks some), so a deselected case costs nothing."""
+    wanted = {item.callspec.params["c"].id for item in request.session.items
+              if getattr(item, "function", None) is test_bad_input}
+    cases = [c for c in CASES if c.id in wanted]
+    tmps = {c.id: tmp_path_factory.mktemp(c.id[:40]) for c in cases}
+    procs = [c for c in cases if not _in_process(c)]
     workers = max(2, min(8, os.cpu_count() or 1))
     zygotes: dict[str, queue.Queue] = {"torch": queue.Queue(), "no_torch": queue.Queue()}
     for kind, q in zygotes.items():
-        # One with torch (2 s to start, and few cases need it), one per worker without.
-        for _ in range(0 if FRESH else 1 if kind == "torch" else workers):
+        # One with torch (2 s to start, and few cases need it), one per worker without; none
+        # when no process case is selected.
+        for _ in range(0 if FRESH or not procs else 1 if kind == "torch" else workers):
             q.put(Zygote(BASE_ENV, no_torch=kind == "no_torch"))
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -1368,7 +1374,7 @@ def outcomes(tmp_path_factory) -> dict[str, Outcome]:
             procs.sort(key=lambda c: (c.pool, not c.no_torch, c.shell is not None), reverse=True)
             futures = {c.id: pool.submit(_play, c, tmps[c.id], zygotes) for c in procs}
             _warm_in_process()
-            done = {c.id: _play(c, tmps[c.id], None) for c in CASES if _in_process(c)}
+            done = {c.id: _play(c, tmps[c.id], None) for c in cases if _in_process(c)}
             done.update({k: f.result() for k, f in futures.items()})
         return done
     finally:
@@ -1377,7 +1383,11 @@ def outcomes(tmp_path_factory) -> dict[str, Outcome]:
                 q.get().close()
 
 
-@pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
+# slow: the cases that run the CLI in a process of their own (forked from a zygote, a fresh
+# interpreter, a shell, the worker pool): 176 of them, 250 s of process time against 27 s for the
+# 449 cases run in this process (2-core VM, 2026-12-02).
+@pytest.mark.parametrize("c", [pytest.param(c, id=c.id, marks=() if _in_process(c) else pytest.mark.slow)
+                               for c in CASES])
 def test_bad_input(c: Case, outcomes: dict[str, Outcome]) -> None:
     o = outcomes[c.id]
     if o.skip:

@@ -104,6 +104,7 @@ def test_nothing_timed_is_not_a_pass(tmp_path):
     assert proc.returncode == 2 and "nothing was timed" in proc.stdout
 
 
+@pytest.mark.slow
 def test_reads_what_analyze_writes(tmp_path, capsys, monkeypatch):
     """A real `analyze --time --compile` document (CPU stand-in timings; no warm-up, to stay fast):
     the stand-in reports t_ref about 1 ms and t_compile 0.5 ms against floors of microseconds."""

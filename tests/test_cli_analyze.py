@@ -83,16 +83,26 @@ def read_csv(path: Path) -> list[dict]:
 
 
 def run(capsys, *argv):
+    """Through the worker pool, as a user runs it: for what depends on the pool (a task's output
+    captured by its worker, its own exit or Ctrl-C, --debug's tracebacks from a worker)."""
     rc = main(["analyze", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def run_here(capsys, analyze_in_process, *argv):
+    """Counted in this process (``--isolation process``, tests/conftest.py): for what the report says,
+    the same whichever process counted the task."""
+    rc = analyze_in_process(*argv)
     out, err = capsys.readouterr()
     return rc, out, err
 
 
 # --- one task -------------------------------------------------------------------------------------------
 
-def test_text_report_on_default_gpu(tmp_path, capsys):
+def test_text_report_on_default_gpu(tmp_path, capsys, analyze_in_process):
     p = write(tmp_path, "mm.py", MATMUL)
-    rc, out, err = run(capsys, p)
+    rc, out, err = run_here(capsys, analyze_in_process, p)
     assert rc == 0
     sheet = lookup(DEFAULT_SKU)
     assert out.startswith(f"Roofline on {sheet.full_name}: compute-bound on TF32 tensor cores")
@@ -104,9 +114,9 @@ def test_text_report_on_default_gpu(tmp_path, capsys):
     assert "no local GPU" in err and DEFAULT_SKU in err and "--gpu NAME" in err
 
 
-def test_json_has_the_documented_keys_and_numbers(tmp_path, capsys):
+def test_json_has_the_documented_keys_and_numbers(tmp_path, capsys, analyze_in_process):
     p = write(tmp_path, "mm.py", MATMUL)
-    rc, out, err = run(capsys, p, "--gpu", "H200", "--json")
+    rc, out, err = run_here(capsys, analyze_in_process, p, "--gpu", "H200", "--json")
     assert rc == 0
     assert "no local GPU" not in err  # --gpu given: nothing was assumed
     d = json.loads(out)
@@ -127,18 +137,18 @@ def test_json_has_the_documented_keys_and_numbers(tmp_path, capsys):
     assert d["t_min_ms"] == ds["t_min_ms"]
 
 
-def test_json_file_and_csv_for_one_task(tmp_path, capsys):
+def test_json_file_and_csv_for_one_task(tmp_path, capsys, analyze_in_process):
     p = write(tmp_path, "mm.py", MATMUL)
-    rc, out, _ = run(capsys, p, "--json", tmp_path / "one.json", "--csv", tmp_path / "one.csv")
+    rc, out, _ = run_here(capsys, analyze_in_process, p, "--json", tmp_path / "one.json", "--csv", tmp_path / "one.csv")
     assert rc == 0 and out.startswith("Roofline on")  # the report still goes to stdout
     assert json.loads((tmp_path / "one.json").read_text())["flops"] == 2 * 1024**3
     rows = read_csv(tmp_path / "one.csv")
     assert len(rows) == 1 and rows[0]["status"] == "ok" and rows[0]["flops"] == str(2 * 1024**3)
 
 
-def test_json_flag_before_the_task(tmp_path, capsys):
+def test_json_flag_before_the_task(tmp_path, capsys, analyze_in_process):
     p = write(tmp_path, "mm.py", MATMUL)
-    rc, out, _ = run(capsys, "--json", p)
+    rc, out, _ = run_here(capsys, analyze_in_process, "--json", p)
     assert rc == 0 and json.loads(out)["task"] == "mm"
 
 
@@ -151,9 +161,9 @@ def test_task_prints_do_not_corrupt_json(tmp_path, capsys):
     assert "a task that prints" in err
 
 
-def test_dtype_option_casts(tmp_path, capsys):
+def test_dtype_option_casts(tmp_path, capsys, analyze_in_process):
     p = write(tmp_path, "mm.py", MATMUL)
-    rc, out, _ = run(capsys, p, "--json", "--dtype", "bf16")
+    rc, out, _ = run_here(capsys, analyze_in_process, p, "--json", "--dtype", "bf16")
     d = json.loads(out)
     assert d["dtype"] == "torch.bfloat16" and d["cast"] == "torch.bfloat16"
     assert d["bytes"] == 3 * 1024 * 1024 * 2
@@ -170,9 +180,9 @@ def test_unknown_gpu_is_an_error_listing_known_ones(tmp_path, capsys):
     assert "Traceback" not in err
 
 
-def test_bad_single_task_is_one_line(tmp_path, capsys):
+def test_bad_single_task_is_one_line(tmp_path, capsys, analyze_in_process):
     p = write(tmp_path, "syn.py", BAD["3_syntax.py"])
-    rc, out, err = run(capsys, p)
+    rc, out, err = run_here(capsys, analyze_in_process, p)
     assert rc == 2
     assert f"{p}:2: syntax error" in err
     assert "Traceback" not in err
@@ -183,12 +193,12 @@ def test_missing_target(tmp_path, capsys):
     assert rc == 2 and "no such file or folder" in err
 
 
-def test_local_gpu_is_the_default(tmp_path, capsys, monkeypatch):
+def test_local_gpu_is_the_default(tmp_path, capsys, monkeypatch, analyze_in_process):
     h200 = SimpleNamespace(name="NVIDIA H200", index=0, uuid="GPU-test", cc_major=9, cc_minor=0, sm_count=132,
                            max_sm_clock_mhz=1980, max_mem_clock_mhz=3201, memory_bus_width_bits=6016)
     monkeypatch.setattr(gpu_mod, "local_device", lambda: h200)
     p = write(tmp_path, "mm.py", MATMUL)
-    rc, out, err = run(capsys, p, "--json")
+    rc, out, err = run_here(capsys, analyze_in_process, p, "--json")
     d = json.loads(out)
     assert rc == 0 and "no local GPU" not in err
     assert d["gpu"] == "NVIDIA H200" and d["gpu_source"] == "local" and d["sku"] == "H200"
@@ -197,7 +207,7 @@ def test_local_gpu_is_the_default(tmp_path, capsys, monkeypatch):
     assert derived is not None and derived["bandwidth_tbps"] == pytest.approx(4.814, abs=1e-3)
 
 
-def test_measured_peaks_hook(tmp_path, capsys, monkeypatch):
+def test_measured_peaks_hook(tmp_path, capsys, monkeypatch, analyze_in_process):
     calls = []
 
     def fake_hook(gpu, regime):
@@ -206,7 +216,7 @@ def test_measured_peaks_hook(tmp_path, capsys, monkeypatch):
 
     monkeypatch.setattr(analyze_cmd, "_measured_peaks_for", fake_hook)
     p = write(tmp_path, "mm.py", MATMUL)
-    rc, out, _ = run(capsys, p, "--json", "--gpu", "H100", "--regime", "sustained")
+    rc, out, _ = run_here(capsys, analyze_in_process, p, "--json", "--gpu", "H100", "--regime", "sustained")
     d = json.loads(out)
     assert calls == [(lookup("H100").full_name, "sustained")]
     measured = d["roofs"]["measured"]
@@ -228,6 +238,7 @@ def make_batch(folder: Path) -> None:
         write(folder, name, body)
 
 
+@pytest.mark.slow
 def test_batch_reports_failures_and_keeps_going(tmp_path, capsys):
     folder = tmp_path / "level"
     make_batch(folder)
@@ -261,32 +272,33 @@ def test_batch_reports_failures_and_keeps_going(tmp_path, capsys):
     assert rows[2]["status"] == "error" and "syntax error" in rows[2]["error"]
 
 
-def test_batch_all_good_exits_zero_and_prints_a_table(tmp_path, capsys):
+def test_batch_all_good_exits_zero_and_prints_a_table(tmp_path, capsys, analyze_in_process):
     folder = tmp_path / "ok"
     write(folder, "a.py", MATMUL)
     write(folder, "b.py", ELEMENTWISE)
-    rc, out, err = run(capsys, folder, "--no-progress")
+    rc, out, err = run_here(capsys, analyze_in_process, folder, "--no-progress")
     assert rc == 0
     assert "a " in out and "compute" in out and "memory" in out
     assert "2 ok, 0 failed" in err
 
 
-def test_batch_json_on_stdout(tmp_path, capsys):
+def test_batch_json_on_stdout(tmp_path, capsys, analyze_in_process):
     folder = tmp_path / "ok"
     write(folder, "a.py", MATMUL)
-    rc, out, _ = run(capsys, folder, "--json")
+    rc, out, _ = run_here(capsys, analyze_in_process, folder, "--json")
     doc = json.loads(out)
     assert rc == 0 and doc["tasks"][0]["flops"] == 2 * 1024**3 and doc["complete"] is True
 
 
-def test_batch_shows_progress_on_stderr(tmp_path, capsys):
+def test_batch_shows_progress_on_stderr(tmp_path, capsys, analyze_in_process):
     folder = tmp_path / "ok"
     write(folder, "a.py", MATMUL)
     write(folder, "b.py", MATMUL)
-    rc, _, err = run(capsys, folder, "--csv", tmp_path / "r.csv")
+    rc, _, err = run_here(capsys, analyze_in_process, folder, "--csv", tmp_path / "r.csv")
     assert rc == 0 and "2/2" in err
 
 
+@pytest.mark.slow
 def test_debug_shows_tracebacks_and_still_finishes(tmp_path, capsys):
     folder = tmp_path / "level"
     make_batch(folder)
@@ -297,6 +309,7 @@ def test_debug_shows_tracebacks_and_still_finishes(tmp_path, capsys):
     assert len(read_csv(tmp_path / "r.csv")) == 7
 
 
+@pytest.mark.slow
 def test_a_task_that_raises_keyboardinterrupt_fails_alone(tmp_path, capsys):
     folder = tmp_path / "level"
     write(folder, "1_first.py", MATMUL)
@@ -338,15 +351,15 @@ def test_analyze_batch_api_isolates_failures(tmp_path):
 # --- the examples the README uses ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.py")))
-def test_examples_analyze(example, capsys):
-    rc, out, _ = run(capsys, EXAMPLES / example, "--json")
+def test_examples_analyze(example, capsys, analyze_in_process):
+    rc, out, _ = run_here(capsys, analyze_in_process, EXAMPLES / example, "--json")
     d = json.loads(out)
     assert rc == 0 and d["status"] == "ok" and d["t_min_ms"] > 0
 
 
-def test_example_numbers(capsys):
+def test_example_numbers(capsys, analyze_in_process):
     def analyze(name):
-        run_rc, out, _ = run(capsys, EXAMPLES / name, "--json")
+        run_rc, out, _ = run_here(capsys, analyze_in_process, EXAMPLES / name, "--json")
         assert run_rc == 0
         return json.loads(out)
 

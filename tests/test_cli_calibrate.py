@@ -262,40 +262,40 @@ def task_file(tmp_path) -> Path:
     return p
 
 
-def test_analyze_shows_the_measured_roof_when_cached(cache, task_file, capsys):
+def test_analyze_shows_the_measured_roof_when_cached(cache, task_file, capsys, analyze_in_process):
     pytest.importorskip("torch")
     # Nothing cached: no measured roof.
-    assert main(["analyze", str(task_file), "--gpu", "H200", "--dtype", "bf16", "--json"]) == 0
+    assert analyze_in_process(task_file, "--gpu", "H200", "--dtype", "bf16", "--json") == 0
     before = json.loads(capsys.readouterr().out)
     assert before["roofs"]["measured"] is None
 
     cb.save(example())
-    assert main(["analyze", str(task_file), "--gpu", "H200", "--dtype", "bf16", "--json"]) == 0
+    assert analyze_in_process(task_file, "--gpu", "H200", "--dtype", "bf16", "--json") == 0
     after = json.loads(capsys.readouterr().out)
     measured = after["roofs"]["measured"]
     assert measured["bandwidth_tbps"] == 4.312 and measured["compute_tflops"] == 949.3
     assert after["roofs"]["datasheet"]["compute_tflops"] == 989.4  # side by side
 
-    assert main(["analyze", str(task_file), "--gpu", "H200", "--dtype", "bf16"]) == 0
+    assert analyze_in_process(task_file, "--gpu", "H200", "--dtype", "bf16") == 0
     text = capsys.readouterr().out
     row = next(line for line in text.splitlines() if line.strip().startswith("measured"))
     assert "949.3" in row and "4.312" in row
     assert "measured" in text.splitlines()[0]  # the sentence names the measured floor too
 
 
-def test_analyze_sustained_regime(cache, task_file, capsys):
+def test_analyze_sustained_regime(cache, task_file, capsys, analyze_in_process):
     pytest.importorskip("torch")
     cb.save(example())
-    assert main(["analyze", str(task_file), "--gpu", "H200", "--dtype", "bf16", "--regime", "sustained",
-                 "--json"]) == 0
+    assert analyze_in_process(task_file, "--gpu", "H200", "--dtype", "bf16", "--regime", "sustained",
+                              "--json") == 0
     measured = json.loads(capsys.readouterr().out)["roofs"]["measured"]
     assert measured["compute_tflops"] == 738.4 and measured["bandwidth_tbps"] == 4.287
 
 
-def test_analyze_ignores_a_calibration_of_another_gpu(cache, task_file, capsys):
+def test_analyze_ignores_a_calibration_of_another_gpu(cache, task_file, capsys, analyze_in_process):
     pytest.importorskip("torch")
     cb.save(example())
-    assert main(["analyze", str(task_file), "--gpu", "H100", "--dtype", "bf16", "--json"]) == 0
+    assert analyze_in_process(task_file, "--gpu", "H100", "--dtype", "bf16", "--json") == 0
     assert json.loads(capsys.readouterr().out)["roofs"]["measured"] is None
 
 

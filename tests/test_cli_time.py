@@ -80,6 +80,7 @@ def _softmax(tmp_path: Path, candidate: str) -> tuple[Path, Path]:
     return task, cand
 
 
+@pytest.mark.slow
 def test_timed_result_has_fractions_and_scores_of_every_roof(tmp_path, capsys, monkeypatch):
     install_fake_backend(tmp_path, monkeypatch, times={"softmax": 0.2, "mine_fast": 0.125})
     task, cand = _softmax(tmp_path, "mine_fast")
@@ -98,6 +99,7 @@ def test_timed_result_has_fractions_and_scores_of_every_roof(tmp_path, capsys, m
     assert r["wall_s"] > 0 and set(r["wall_parts_s"]) == {"count", "reference", "candidates"}
 
 
+@pytest.mark.slow
 def test_text_report_shows_the_score(tmp_path, capsys, monkeypatch):
     install_fake_backend(tmp_path, monkeypatch, times={"softmax": 0.2, "mine_fast": 0.125})
     task, cand = _softmax(tmp_path, "mine_fast")
@@ -107,6 +109,7 @@ def test_text_report_shows_the_score(tmp_path, capsys, monkeypatch):
     assert f"{sol_score(0.125, 0.2, SOFTMAX_FLOOR_MS):.3f}" in out
 
 
+@pytest.mark.slow
 def test_candidate_below_the_floor_is_flagged_not_scored(tmp_path, capsys, monkeypatch):
     install_fake_backend(tmp_path, monkeypatch, times={"softmax": 0.2, "mine_fast": 0.05})
     task, cand = _softmax(tmp_path, "mine_fast")
@@ -118,6 +121,7 @@ def test_candidate_below_the_floor_is_flagged_not_scored(tmp_path, capsys, monke
     assert any("below the datasheet floor" in n for n in r["notes"])
 
 
+@pytest.mark.slow
 def test_reference_below_the_floor_leaves_nothing_to_score(tmp_path, capsys, monkeypatch):
     install_fake_backend(tmp_path, monkeypatch, times={"softmax": 0.05, "mine_fast": 0.2})
     task, cand = _softmax(tmp_path, "mine_fast")
@@ -126,6 +130,7 @@ def test_reference_below_the_floor_leaves_nothing_to_score(tmp_path, capsys, mon
     assert any("the reference is at or below the datasheet floor" in n for n in r["notes"])
 
 
+@pytest.mark.slow
 def test_incorrect_candidate_gets_no_fraction_and_no_score(tmp_path, capsys, monkeypatch):
     install_fake_backend(tmp_path, monkeypatch, times={"softmax": 0.2})
     task, cand = _softmax(tmp_path, "mine_wrong")
@@ -137,6 +142,7 @@ def test_incorrect_candidate_gets_no_fraction_and_no_score(tmp_path, capsys, mon
     assert any("INCORRECT" in n for n in r["notes"])
 
 
+@pytest.mark.slow
 def test_crashing_candidate_costs_the_candidate_only(tmp_path, capsys, monkeypatch):
     install_fake_backend(tmp_path, monkeypatch, times={"softmax": 0.2})
     task, cand = _softmax(tmp_path, "mine_crash")
@@ -161,6 +167,7 @@ def _level(tmp_path: Path) -> tuple[Path, Path]:
     return tasks, cands
 
 
+@pytest.mark.slow
 def test_new_dir_scores_every_sample_and_summarizes(tmp_path, capsys, monkeypatch):
     tasks, cands = _level(tmp_path)
     times = {"1_small": 0.4, "2_large": 0.8, "level_1_problem_1_sample_0_kernel": 0.2,
@@ -192,6 +199,7 @@ def test_new_dir_scores_every_sample_and_summarizes(tmp_path, capsys, monkeypatc
     assert "geometric mean" in err and "SOL score" in err  # the summary table
 
 
+@pytest.mark.slow
 def test_batch_goes_on_past_a_crashed_timing(tmp_path, capsys, monkeypatch):
     install_fake_backend(tmp_path, monkeypatch)
     folder = tmp_path / "t"

@@ -15,8 +15,10 @@ from roofline_ext.tasks.loading import TaskError, find_task_files
 KERNELBENCH = (Path(__file__).resolve().parents[1] / ".." / "shared" / "kernelbench").resolve()
 LEVELS = [KERNELBENCH / f"level{n}" for n in (1, 2, 3)]
 
-pytestmark = pytest.mark.skipif(not all(d.is_dir() for d in LEVELS),
-                                reason=f"KernelBench is not at {KERNELBENCH} (level1-3)")
+# slow: every test reads the module fixture that counts all 250 tasks in this process (36 s on 2 cores).
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not all(d.is_dir() for d in LEVELS),
+                                 reason=f"KernelBench is not at {KERNELBENCH} (level1-3)")]
 
 
 def _count(path: Path):

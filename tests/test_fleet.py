@@ -139,6 +139,7 @@ def local_cluster():
         yield cluster
 
 
+@pytest.mark.slow
 def test_fleet_on_a_real_local_cluster(local_cluster, capsys, tmp_path):
     from roofline_ext.cli.app import main
     from roofline_ext.device.status import availability

@@ -85,6 +85,7 @@ def test_committed_table_covers_kernelbench(table):
     assert all(r["floor_measured_ms"] and r["floor_derived_ms"] for r in h200)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not all(d.is_dir() for d in LEVELS), reason=f"KernelBench is not at {KERNELBENCH}")
 def test_a_sample_recounts_byte_for_byte(table, tmp_path, capsys):
     tasks = list(dict.fromkeys(r["task"] for r in table["rows"]))
@@ -113,6 +114,7 @@ TASK = """
 """
 
 
+@pytest.mark.slow
 def test_floors_command_writes_one_row_per_gpu(tmp_path):
     task = tmp_path / "bn_relu.py"
     task.write_text(textwrap.dedent(TASK))
@@ -134,6 +136,7 @@ def test_floors_command_writes_one_row_per_gpu(tmp_path):
     assert doc["counter_version"] == counter_version() and doc["rows"][0]["task"] == "bn_relu"
 
 
+@pytest.mark.slow
 def test_floors_command_one_gpu_and_an_unknown_one(tmp_path, capsys):
     task = tmp_path / "bn_relu.py"
     task.write_text(textwrap.dedent(TASK))

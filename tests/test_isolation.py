@@ -118,6 +118,7 @@ def clean_counts(tmp_path_factory):
 
 # --- each kind of poisoning, under the default isolation ----------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs_flag", [("--jobs", "1"), ()], ids=["jobs1", "default-jobs"])
 def test_later_tasks_count_exactly_after_each_kind_of_poisoning_task(tmp_path, capsys, clean_counts, jobs_flag):
     """One batch: each kind of poisoning task, then two tasks it would spoil (a batch per kind
@@ -137,6 +138,7 @@ def test_later_tasks_count_exactly_after_each_kind_of_poisoning_task(tmp_path, c
             assert not by[name].get("worker_replaced")
 
 
+@pytest.mark.slow
 def test_the_issues_example_linear_tasks_report_their_flops(tmp_path, capsys):
     folder = tmp_path / "d"
     write(folder, "00.py", _poison_task(POISON["Linear.forward"]))
@@ -149,6 +151,7 @@ def test_the_issues_example_linear_tasks_report_their_flops(tmp_path, capsys):
 
 # --- reused workers: the fingerprint replaces the worker -------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(POISON))
 def test_a_reused_counting_worker_is_replaced_after_each_kind_of_poisoning(tmp_path, clean_counts, kind):
     folder = _folder(tmp_path, kind)
@@ -161,6 +164,7 @@ def test_a_reused_counting_worker_is_replaced_after_each_kind_of_poisoning(tmp_p
         assert (outs[name].value["flops"], outs[name].value["bytes"]) == (clean_counts["flops"], clean_counts["bytes"])
 
 
+@pytest.mark.slow
 def test_a_reused_timing_worker_is_replaced_after_each_kind_of_poisoning(tmp_path, monkeypatch):
     install_fake_backend(tmp_path, monkeypatch, compile_warm_up=False)
     clean = tmp_path / "t"
@@ -180,6 +184,7 @@ def test_a_reused_timing_worker_is_replaced_after_each_kind_of_poisoning(tmp_pat
     assert len({o.value["state"]["pid"] for o in later}) == len(later)  # each in a fresh worker
 
 
+@pytest.mark.slow
 def test_a_job_that_asks_for_it_retires_its_worker(tmp_path, monkeypatch):
     install_fake_backend(tmp_path, monkeypatch, compile_warm_up=False)
     (tmp_path / "fake_backend" / "retiring.py").write_text(
@@ -271,6 +276,7 @@ def test_fingerprint_takes_counters_and_lazy_submodules_as_they_run(tmp_path):
         sys.modules.pop("lazy_sub_for_test", None)
 
 
+@pytest.mark.slow
 def test_fingerprint_comparison_is_fast_enough_for_every_task():
     """The figure docs/runner.md gives: a comparison after a task, CPU time, torch loaded."""
     fp = fingerprint.take()
@@ -317,6 +323,7 @@ def get_inputs():
 MATMUL = ADD.replace("x + x", "x @ x")
 
 
+@pytest.mark.slow
 def test_a_task_rewritten_with_the_same_size_and_mtime_is_counted_from_its_new_source(tmp_path, capsys):
     """As ``cp -p``, ``rsync -a`` or ``tar x`` leave a file: a matmul rewritten as an add must count as
     the add (the issue: the old .pyc made it report the matmul's FLOPs)."""
@@ -379,6 +386,7 @@ def _misbehaving(folder: Path) -> None:
         write(folder, f"{i}_good.py", MATMUL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs_flag", [("--jobs", "1"), ("--jobs", "2")], ids=["jobs1", "jobs2"])
 def test_own_interrupts_exits_and_a_killed_server_fail_that_task_only(tmp_path, capsys, jobs_flag):
     folder = tmp_path / "t"
@@ -401,6 +409,7 @@ def test_own_interrupts_exits_and_a_killed_server_fail_that_task_only(tmp_path, 
     assert "stopped the worker server" in by["5_kills_server"]["error"]
 
 
+@pytest.mark.slow
 def test_every_task_that_kills_the_server_fails_alone_and_the_others_count(tmp_path):
     folder = tmp_path / "t"
     paths = []
@@ -426,6 +435,7 @@ def test_jobs_are_capped_at_the_tasks_and_at_memory():
     assert capped_jobs(3, 10, available=64 << 30) == (3, None)
 
 
+@pytest.mark.slow
 def test_jobs_1000_on_2_tasks_finishes_with_a_note(tmp_path, capsys):
     folder = tmp_path / "t"
     write(folder, "1_a.py", ADD)
@@ -438,6 +448,7 @@ def test_jobs_1000_on_2_tasks_finishes_with_a_note(tmp_path, capsys):
     assert "--jobs 1000 capped at 2, the number of tasks (2)" in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reuse,n", [(False, 300), (True, 100)], ids=["fresh", "reused"])
 def test_hundreds_of_workers_at_once_never_deadlock_the_control_channel(reuse, n):
     """Every fork request at once, every reply at once: with blocking sends on both sides this
@@ -450,6 +461,7 @@ def test_hundreds_of_workers_at_once_never_deadlock_the_control_channel(reuse, n
     assert time.monotonic() - t0 < 120
 
 
+@pytest.mark.slow
 def test_reused_lanes_start_no_more_workers_than_jobs_wait():
     with Pool(50, reuse_counting=True, warm_up=False) as pool:
         pids = {o.value for o in pool.run(Job(i, "os:getpid", {}, 60) for i in range(2))}
@@ -459,6 +471,7 @@ def test_reused_lanes_start_no_more_workers_than_jobs_wait():
 
 # --- SIGTERM and SIGHUP ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_sigterm_and_sighup_say_what_was_kept(tmp_path, sig):
     folder = tmp_path / "t"

@@ -221,6 +221,7 @@ def kb_counts():
     return out
 
 
+@pytest.mark.slow
 def test_kernelbench_invariants(kb_counts):
     counted = {k: c for k, c in kb_counts.items() if not isinstance(c, TaskError)}
     assert len(counted) >= 245

@@ -48,12 +48,14 @@ def _batch(capsys, folder: Path, out: Path, *extra) -> tuple[int, dict, str]:
 
 # --- the pool ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_count_jobs_run_in_fresh_workers_by_default():
     with Pool(2) as pool:
         pids = [o.value for o in pool.run(Job(i, "os:getpid", {}, 60) for i in range(4))]
     assert len(set(pids)) == 4 and not pool.replacements
 
 
+@pytest.mark.slow
 def test_count_jobs_run_in_reused_workers(tmp_path):
     paths = good_tasks(tmp_path, names=("a", "b", "c"), sizes=(8, 16, 24))
     with Pool(2, reuse_counting=True) as pool:
@@ -65,12 +67,14 @@ def test_count_jobs_run_in_reused_workers(tmp_path):
     assert len(set(pids)) <= 2 and os.getpid() not in pids and not pool.replacements
 
 
+@pytest.mark.slow
 def test_fresh_gives_every_job_a_worker_of_its_own():
     with Pool(2, fresh=True) as pool:
         pids = [o.value for o in pool.run(Job(i, "os:getpid", {}, 60) for i in range(4))]
     assert len(set(pids)) == 4
 
 
+@pytest.mark.slow
 def test_counting_worker_is_replaced_after_a_task_that_changed_it(tmp_path):
     good = good_tasks(tmp_path, names=("g",), sizes=(8,))[0]
     chdir = misbehaving_tasks(tmp_path, ("chdir",))[0]
@@ -82,6 +86,7 @@ def test_counting_worker_is_replaced_after_a_task_that_changed_it(tmp_path):
     assert pool.replacements[0]["worker"] == "counting worker 0" and pids
 
 
+@pytest.mark.slow
 def test_crash_timeout_and_output_cost_their_job_only(tmp_path, capfd):
     folder = tmp_path / "t"
     good = good_tasks(folder, names=("1_good",), sizes=(8,))[0]
@@ -100,6 +105,7 @@ def test_crash_timeout_and_output_cost_their_job_only(tmp_path, capfd):
     assert "raw bytes" not in capfd.readouterr().out  # nothing reached our stdout
 
 
+@pytest.mark.slow
 def test_cancel_drops_queued_and_running_jobs(tmp_path):
     hang = misbehaving_tasks(tmp_path, ("hang",))[0]
     good = good_tasks(tmp_path, names=("g",), sizes=(8,))[0]
@@ -113,6 +119,7 @@ def test_cancel_drops_queued_and_running_jobs(tmp_path):
     assert seen == [0]
 
 
+@pytest.mark.slow
 def test_timing_worker_is_reused_and_replaced_after_a_state_change(tmp_path, monkeypatch):
     setups = install_fake_backend(tmp_path, monkeypatch)
     good = good_tasks(tmp_path / "t", names=("g",), sizes=(8,))[0]
@@ -131,6 +138,7 @@ def test_timing_worker_is_reused_and_replaced_after_a_state_change(tmp_path, mon
     assert pool.replacements[0]["reasons"] == ["patched: torch.matmul"]
 
 
+@pytest.mark.slow
 def test_timing_worker_that_cannot_start_fails_its_jobs_with_the_reason(tmp_path, monkeypatch):
     folder = tmp_path / "fake_backend"
     folder.mkdir()
@@ -183,6 +191,7 @@ def _clean_and_dirty(tmp_path: Path, which=tuple(MISBEHAVING)) -> tuple[Path, Pa
     return clean, dirty
 
 
+@pytest.mark.slow
 def test_counting_batch_every_bad_task_fails_or_succeeds_alone(tmp_path, capsys):
     clean, dirty = _clean_and_dirty(tmp_path)
     rc0, ref, _ = _batch(capsys, clean, tmp_path / "clean.json")
@@ -200,6 +209,7 @@ def test_counting_batch_every_bad_task_fails_or_succeeds_alone(tmp_path, capsys)
     assert all(t["wall_s"] > 0 for t in doc["tasks"])
 
 
+@pytest.mark.slow
 def test_timed_batch_every_bad_task_fails_or_succeeds_alone(tmp_path, capsys, monkeypatch):
     install_fake_backend(tmp_path, monkeypatch)
     clean, dirty = _clean_and_dirty(tmp_path)
@@ -222,6 +232,7 @@ def test_timed_batch_every_bad_task_fails_or_succeeds_alone(tmp_path, capsys, mo
     assert by["6_ref_hang"]["error_kind"] == "timeout"
 
 
+@pytest.mark.slow
 def test_timeout_applies_to_counting_without_time(tmp_path, capsys):
     hang = misbehaving_tasks(tmp_path, ("hang",))[0]
     t0 = time.monotonic()
@@ -239,6 +250,7 @@ def _cli(*argv: str, **kw) -> subprocess.Popen:
                             env=env, **kw)
 
 
+@pytest.mark.slow
 def test_json_on_stdout_stays_valid_and_a_failure_exits_1(tmp_path):
     folder = tmp_path / "t"
     good_tasks(folder)
@@ -251,6 +263,7 @@ def test_json_on_stdout_stays_valid_and_a_failure_exits_1(tmp_path):
     assert "raw bytes on fd 1" in err and "FAILED 5_exit" in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("to_stdout", [False, True])
 def test_ctrl_c_stops_the_batch_within_2_s_and_keeps_what_finished(tmp_path, to_stdout):
     folder = tmp_path / "t"
@@ -325,6 +338,7 @@ def _tree_memory(root: int) -> tuple[int, int]:
     return mod._tree_memory(root)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (KERNELBENCH / "level1").is_dir(), reason="KernelBench task files not in ../shared/kernelbench")
 @pytest.mark.skipif(not Path("/proc/self/smaps_rollup").exists(), reason="needs Linux /proc to measure memory")
 def test_counting_kernelbench_levels_1_to_3_wall_and_memory(tmp_path):

@@ -61,6 +61,7 @@ def test_gpu_sections_run_to_the_end(bench, tmp_path, monkeypatch):
     assert any("--isolation" in a and "--inputs" in a for a in calls)  # the old path, as it was
 
 
+@pytest.mark.slow
 def test_count_section_for_real(bench, tmp_path):
     kb = tmp_path / "kb"
     good_tasks(kb / "level2", names=("1_a", "2_b"), sizes=(8, 16))

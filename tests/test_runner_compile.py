@@ -42,6 +42,7 @@ def _compile_dirs() -> set[str]:
     return {p.name for p in Path(tempfile.gettempdir()).glob("roofline-ext-compile-*")}
 
 
+@pytest.mark.slow
 def test_compiled_tasks_share_one_warm_timing_worker(tmp_path, capsys, monkeypatch):
     setups = install_fake_backend(tmp_path, monkeypatch)
     folder = tmp_path / "tasks"
@@ -67,6 +68,7 @@ def test_compiled_tasks_share_one_warm_timing_worker(tmp_path, capsys, monkeypat
     assert _compile_dirs() == dirs_before  # the run's cache folder is removed
 
 
+@pytest.mark.slow
 def test_a_compile_that_crashes_costs_the_compiled_time_only(tmp_path, capsys, monkeypatch):
     setups = install_fake_backend(tmp_path, monkeypatch, compile_warm_up=False)
     folder = tmp_path / "tasks"

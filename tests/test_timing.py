@@ -47,12 +47,14 @@ def test_compare_uses_kernelbench_tolerance():
     assert not task_timing.compare((a, a), a, 1e-2)["ok"]
 
 
+@pytest.mark.slow
 def test_isolated_worker_reports_broken_file(tmp_path):
     p = write(tmp_path, "broken.py", "def f(:\n")
     r = run_isolated({"path": str(p)}, timeout_s=60)
     assert r["ok"] is False and r["kind"] == "syntax" and "broken.py:1" in r["error"]
 
 
+@pytest.mark.slow
 def test_isolated_worker_survives_a_crashing_task(tmp_path):
     # The task kills its own process, as an illegal memory access would: recorded, not fatal to us.
     p = write(tmp_path, "segv.py", "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
@@ -61,12 +63,14 @@ def test_isolated_worker_survives_a_crashing_task(tmp_path):
     assert "SIGSEGV" in r["error"]
 
 
+@pytest.mark.slow
 def test_isolated_worker_times_out_a_hang(tmp_path):
     p = write(tmp_path, "hang.py", "import time\ntime.sleep(600)\n")
     r = run_isolated({"path": str(p)}, timeout_s=3)
     assert r["ok"] is False and r["kind"] == "timeout" and "3 s" in r["error"]
 
 
+@pytest.mark.slow
 def test_isolated_worker_without_gpu_says_why(tmp_path):
     from roofline_ext.device.status import availability
 
