@@ -272,3 +272,22 @@ def test_report_datasheet_chart_draws_the_roof_set_given():
     page = datasheet_chart("NVIDIA H200", [analysis_result()], "c1-", roofs=roofs)
     assert "3.35 TB/s datasheet" in page  # the H100's HBM, not the H200's 4.8 looked up by name
     assert "4.80 TB/s" in datasheet_chart("NVIDIA H200", [analysis_result()], "c2-")
+
+
+def test_analyze_plot_draws_the_roofs_the_run_resolved(task, tmp_path, monkeypatch, capsys):
+    """``analyze --plot``: the chart of the run's own RoofSet (measured peaks as the run was given
+    them), not a calibration looked up again from the cache."""
+    pytest.importorskip("matplotlib")
+    from roofline_ext.cli import main
+    from roofline_ext.cli.commands import analyze as analyze_cmd
+
+    monkeypatch.setenv(cb.CACHE_ENV, str(tmp_path / "cache"))
+    cb.save(example())
+    monkeypatch.setattr(analyze_cmd, "_measured_peaks_for",
+                        lambda gpu, regime: {"bandwidth_tbps": 3.9, "tf32": 444.0, "fp32": 61.0})
+    out = tmp_path / "chart.svg"
+    assert main(["analyze", str(task), "--gpu", "H200", "--json", str(tmp_path / "r.json"), "--plot", str(out)]) == 0
+    text = out.read_text()
+    assert "TF32: 444 measured, 495 datasheet" in text and "HBM 3.90 TB/s measured" in text
+    assert "478 measured" not in text  # the cached calibration's TF32
+    assert "roof_set" not in (tmp_path / "r.json").read_text()
