@@ -116,6 +116,7 @@ def _run_cli(*args):
     return subprocess.run([sys.executable, "-m", "roofline_ext.cli", *args], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_info_without_gpu_exits_3_with_one_line_reason():
     a = roofline_ext.availability()
     if roofline_ext.devices():
@@ -190,6 +191,7 @@ DO_NOTHING = """
 """
 
 
+@pytest.mark.slow
 def test_require_gpu_fails_a_gpu_test_that_does_nothing_without_a_gpu(tmp_path):
     if roofline_ext.availability().ok:
         pytest.skip("a GPU can be measured here: the do-nothing GPU test passes, as it should")
@@ -200,6 +202,7 @@ def test_require_gpu_fails_a_gpu_test_that_does_nothing_without_a_gpu(tmp_path):
     assert r.returncode == 0 and "1 skipped" in r.stdout, r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_require_gpu_fails_a_skip_inside_a_gpu_test(tmp_path):
     # As on a GPU machine: a GPU test that skips itself (torch without CUDA, a missing tool) fails
     # under the flag; a test without the mark may still skip, and without the flag both skip.

@@ -1383,10 +1383,15 @@ def outcomes(tmp_path_factory, request) -> dict[str, Outcome]:
                 q.get().close()
 
 
-# slow: the cases that run the CLI in a process of their own (forked from a zygote, a fresh
-# interpreter, a shell, the worker pool): 176 of them, 250 s of process time against 27 s for the
-# 449 cases run in this process (2-core VM, 2026-12-02).
-@pytest.mark.parametrize("c", [pytest.param(c, id=c.id, marks=() if _in_process(c) else pytest.mark.slow)
+def _slow(c: Case) -> bool:
+    """The cases that run the CLI in a process of their own (forked from a zygote, a fresh
+    interpreter, a shell, the worker pool): 176 of them, 250 s of process time; and those run here
+    that draw a chart (--plot, the mathtext names): 40, 14 s of the 27 s the 449 cases run here take
+    (2-core VM, 2026-12-02). The other 409 are the fast lane's."""
+    return not _in_process(c) or "--plot" in c.args or c.id.startswith("mathtext-")
+
+
+@pytest.mark.parametrize("c", [pytest.param(c, id=c.id, marks=pytest.mark.slow if _slow(c) else ())
                                for c in CASES])
 def test_bad_input(c: Case, outcomes: dict[str, Outcome]) -> None:
     o = outcomes[c.id]

@@ -19,6 +19,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 M32 = 0xFFFFFFFF
+# slow: every test reads the module fixture that compiles and runs the C++ host reference (4 s on 2 cores).
+pytestmark = pytest.mark.slow
 
 
 def _compiler() -> str | None:

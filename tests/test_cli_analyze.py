@@ -152,6 +152,7 @@ def test_json_flag_before_the_task(tmp_path, capsys, analyze_in_process):
     assert rc == 0 and json.loads(out)["task"] == "mm"
 
 
+@pytest.mark.slow
 def test_task_prints_do_not_corrupt_json(tmp_path, capsys):
     p = write(tmp_path, "ew.py", ELEMENTWISE)
     rc, out, err = run(capsys, p, "--json")
