@@ -31,6 +31,7 @@ def test_the_process_age_is_this_process_s():
     assert age is not None and 0.0 <= age < 24 * 3600
 
 
+@pytest.mark.slow  # through the pool: a fork server that imports torch
 @pytest.mark.skipif(sys.platform != "linux", reason="the pool needs Linux")
 def test_analyze_verbose_says_where_the_time_went(capsys):
     rc = cli.main(["analyze", str(ROOT / "examples" / "softmax.py"), "--gpu", "H100", "--verbose"])
