@@ -6,6 +6,8 @@
 // given on the same buffers, verifies every result, and returns plain structs. Which sizes, which
 // configurations and which figure counts as "the peak" is policy and lives in Python
 // (python/roofline_ext/measure/bandwidth.py).
+//
+// The implementation is split by concern over bandwidth*.cu; bandwidth.cu's header lists the files.
 #pragma once
 
 #include <cstddef>
@@ -88,7 +90,7 @@ std::vector<BwResult> run_bandwidth(int device, const std::string& pattern, std:
 // ld.global.cg, which never caches in L1, so each figure is L2 (or, past its size, HBM) traffic;
 // a configuration's `load` names the variant's access order: "cg" (grid-stride), "cg_spread"
 // (contiguous stretch per block), "cg_pipe" (grid-stride, next chunk's loads in flight while the
-// current one is folded). See bandwidth.cu's L2 kernels.
+// current one is folded). See bandwidth_l2.cu's kernels.
 // `shared_starts`: keep the passes nearest the target even when the spread order's blocks then
 // share start points (to measure what shared reads do; host_reference.hpp, coprime_passes).
 std::vector<BwResult> run_l2_read(int device, std::size_t working_set_bytes,
