@@ -211,9 +211,9 @@ class GpuRecord:
 
 
 @dataclass(frozen=True)
-class BurstEntry:
-    """One unit's burst figure (``burst.entries.<unit>``): what it reached at boost clocks, how, and
-    the clocks and power it was reached at. ``doc`` is the entry as stored (read-only)."""
+class _Entry:
+    """What burst and sustained entries share (:func:`_entry_fields` reads it); ``doc`` is the entry
+    as stored (read-only)."""
 
     key: str
     value: float | None = None
@@ -225,7 +225,6 @@ class BurstEntry:
     config: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     clock_derived: float | None = None
     clock_derived_max: float | None = None
-    fraction_of_datasheet: float | None = None
     fraction_of_clock_derived: float | None = None
     fraction_of_clock_derived_at_kernel_clock: float | None = None
     sm_clock_mhz: float | None = None
@@ -233,6 +232,15 @@ class BurstEntry:
     power_w: float | None = None
     kernel_clock_mhz: float | None = None
     telemetry: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    doc: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, repr=False)
+
+
+@dataclass(frozen=True)
+class BurstEntry(_Entry):
+    """One unit's burst figure (``burst.entries.<unit>``): what it reached at boost clocks, how, and
+    the clocks and power it was reached at. ``doc`` is the entry as stored (read-only)."""
+
+    fraction_of_datasheet: float | None = None
     #: HBM only: each access pattern's best figure, ``{"read": {"tbps", "cv", "config", ...}}``.
     patterns: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
     #: L2 only: the curve's plateaus (``{"tbps", ...}``; small sets held in the near partition, large
@@ -240,7 +248,6 @@ class BurstEntry:
     near_plateau: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     far_plateau: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     curve_mib_tbps: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
-    doc: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, repr=False)
 
     @classmethod
     def read(cls, key: str, doc: Mapping[str, Any]) -> BurstEntry:
@@ -273,34 +280,16 @@ class BurstEntry:
 
 
 @dataclass(frozen=True)
-class SustainedEntry:
+class SustainedEntry(_Entry):
     """One unit's sustained figure (``sustained.entries.<unit>``): run back to back for the window,
     taken once clocks settled; ``ratio_to_burst`` relates it to the burst figure."""
 
-    key: str
-    value: float | None = None
-    label: str | None = None
-    unit: str | None = None
-    path: str | None = None
-    config: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
-    clock_derived: float | None = None
-    clock_derived_max: float | None = None
-    fraction_of_clock_derived: float | None = None
-    fraction_of_clock_derived_at_kernel_clock: float | None = None
-    sm_clock_mhz: float | None = None
-    mem_clock_mhz: float | None = None
-    power_w: float | None = None
-    kernel_clock_mhz: float | None = None
-    telemetry: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
-    best: float | None = None
-    cv: float | None = None
     burst: float | None = None
     ratio_to_burst: float | None = None
     #: True once the last third matched the middle third; False still moving; None too short to tell.
     settled: bool | None = None
     #: The window's throttle report (``measure.throttle``), None when the calls' windows were unknown.
     throttle: Mapping[str, Any] | None = None
-    doc: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, repr=False)
 
     @classmethod
     def read(cls, key: str, doc: Mapping[str, Any]) -> SustainedEntry:

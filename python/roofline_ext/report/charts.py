@@ -24,7 +24,7 @@ import os
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import UserError
 from ..model.roofs import RoofSet, datasheet_roof
@@ -202,7 +202,10 @@ def _limits(roofs: _Roofs, tasks: Sequence[Mapping[str, Any]]) -> tuple[float, f
     return x_lo, x_hi, y_lo, y_hi
 
 
-def _axes(mpl: Any, limits: tuple[float, float, float, float], title: str, subtitle: str) -> tuple[Any, Any]:
+def log_log_axes(mpl: Any, limits: tuple[float, float, float, float],
+                 tick: Callable[[float, Any], str]) -> tuple[Any, Any]:
+    """A roofline-shaped figure and its axes: log2 x, log10 y, ``limits`` (x_lo, x_hi, y_lo, y_hi),
+    ``tick`` labelling both axes, the major grid; every chart of the package starts from it."""
     Figure, FigureCanvasAgg, _, FuncFormatter, LogLocator = mpl
     x_lo, x_hi, y_lo, y_hi = limits
     fig = Figure(figsize=(10.5, 6.8), dpi=150)
@@ -214,10 +217,15 @@ def _axes(mpl: Any, limits: tuple[float, float, float, float], title: str, subti
     ax.set_yscale("log")
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(y_lo, y_hi)
-    ax.xaxis.set_major_formatter(FuncFormatter(_tick))
-    ax.yaxis.set_major_formatter(FuncFormatter(_tick))
+    ax.xaxis.set_major_formatter(FuncFormatter(tick))
+    ax.yaxis.set_major_formatter(FuncFormatter(tick))
     ax.yaxis.set_major_locator(LogLocator(base=10))
     ax.grid(True, which="major", color="#dddddd", linewidth=0.6)
+    return fig, ax
+
+
+def _axes(mpl: Any, limits: tuple[float, float, float, float], title: str, subtitle: str) -> tuple[Any, Any]:
+    fig, ax = log_log_axes(mpl, limits, _tick)
     ax.grid(True, which="minor", axis="y", color="#f0f0f0", linewidth=0.4)
     ax.set_axisbelow(True)
     ax.set_xlabel("arithmetic intensity (FLOP per byte of HBM traffic)")

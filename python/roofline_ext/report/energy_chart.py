@@ -31,7 +31,7 @@ from typing import Any, Iterable, Sequence
 
 from ..errors import UserError
 from ..model.energy import COMPUTE_KEYS, HBM_KEYS, EnergyCosts, TaskEnergy
-from .charts import check_path, literal_text, load_matplotlib
+from .charts import check_path, literal_text, load_matplotlib, log_log_axes
 from .outputs import write_bytes
 
 __all__ = ["plot_energy_roofline", "energy_figure"]
@@ -72,7 +72,8 @@ def _limits(e_flop: Sequence[float], e_byte: Sequence[float], tasks: Sequence[Ta
 
 def energy_figure(costs: EnergyCosts, *, title: str, subtitle: str = "", tasks: Iterable[TaskEnergy] = ()) -> Any:
     """The matplotlib Figure :func:`plot_energy_roofline` writes (same arguments, no path)."""
-    Figure, FigureCanvasAgg, Line2D, FuncFormatter, LogLocator = load_matplotlib()
+    mpl = load_matplotlib()
+    Line2D = mpl[2]
     points = list(tasks)
     compute = [(k, c) for k in COMPUTE_KEYS if (c := costs.get(k)) is not None]
     memory = [(k, c) for k in (*HBM_KEYS, "l2") if (c := costs.get(k)) is not None]
@@ -83,18 +84,7 @@ def energy_figure(costs: EnergyCosts, *, title: str, subtitle: str = "", tasks: 
     x_lo, x_hi, y_lo, y_hi = _limits([_pj(c.j_per_unit) for _, c in compute],
                                      [_pj(c.j_per_unit) for _, c in memory], points)
 
-    fig = Figure(figsize=(10.5, 6.8), dpi=150)
-    FigureCanvasAgg(fig)
-    fig.subplots_adjust(left=0.08, right=0.975, bottom=0.09, top=0.885)
-    ax = fig.add_subplot(1, 1, 1)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlim(x_lo, x_hi)
-    ax.set_ylim(y_lo, y_hi)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}" if v > 0 else ""))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}" if v > 0 else ""))
-    ax.yaxis.set_major_locator(LogLocator(base=10))
-    ax.grid(True, which="major", color="#dddddd", linewidth=0.6)
+    fig, ax = log_log_axes(mpl, (x_lo, x_hi, y_lo, y_hi), lambda v, _p: f"{v:g}" if v > 0 else "")
     ax.set_axisbelow(True)
     ax.set_xlabel("arithmetic intensity (FLOP per byte of HBM traffic)")
     ax.set_ylabel("energy per FLOP above idle (pJ)")
