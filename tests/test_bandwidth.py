@@ -274,7 +274,7 @@ def _fake_gpu(monkeypatch, tbps_by_pattern, theoretical=4.815):
 
     import contextlib
 
-    monkeypatch.setattr(bw, "_telemetry_block", lambda device: contextlib.nullcontext(_Tel()))
+    monkeypatch.setattr(bw, "telemetry_block", lambda device: contextlib.nullcontext(_Tel()))
     return core
 
 

@@ -187,10 +187,10 @@ def test_scaled_dot_product_attention(tmp_path, causal):
 
 
 def test_causal_pairs_with_unequal_lengths():
-    from roofline_ext.tasks.counting import _causal_pairs
+    from roofline_ext.tasks.formulas import causal_pairs
 
     # tril(ones(3, 5)) keeps 1 + 2 + 3; tril(ones(5, 3)) keeps 1 + 2 + 3 + 3 + 3.
-    assert _causal_pairs(3, 5) == 6 and _causal_pairs(5, 3) == 12 and _causal_pairs(4, 4) == 10
+    assert causal_pairs(3, 5) == 6 and causal_pairs(5, 3) == 12 and causal_pairs(4, 4) == 10
 
 
 def test_attention_written_out_matches_sdpa_flops(tmp_path):

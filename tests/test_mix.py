@@ -153,7 +153,7 @@ def mix_core(monkeypatch):
         def summary(self):
             return None
 
-    monkeypatch.setattr(bw, "_telemetry_block", lambda device: contextlib.nullcontext(_Tel()))
+    monkeypatch.setattr(bw, "telemetry_block", lambda device: contextlib.nullcontext(_Tel()))
     return core
 
 

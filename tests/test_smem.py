@@ -82,7 +82,7 @@ def fake_smem(monkeypatch):
         def summary(self):
             return {"sm_clock_mhz": {"min": 1950.0, "median": 1975.0, "max": 1980.0}}
 
-    monkeypatch.setattr(sm, "_telemetry_block", lambda device: contextlib.nullcontext(_Tel()))
+    monkeypatch.setattr(sm, "telemetry_block", lambda device: contextlib.nullcontext(_Tel()))
     return core
 
 

@@ -492,13 +492,13 @@ def _chunk_bytes(cfg: Mapping[str, Any]) -> int:
     return int(cfg["threads"]) * int(cfg["unroll"]) * 16
 
 
-def _telemetry_block(device: int):
+def telemetry_block(device: int):
     from ..device.telemetry import sampling
 
     return sampling(device)
 
 
-def _timeline_start(core: Any) -> float | None:
+def timeline_start(core: Any) -> float | None:
     """The steady-clock time now, read right after the sampler started: the origin of its samples'
     ``t_s`` on the clock the core stamps timed loops with (None for a core without the clock)."""
     clock = getattr(core, "steady_clock_s", None)
@@ -542,8 +542,8 @@ def measure_pattern(device: int, pattern: str, buffer_bytes: int, *, configs: Se
         raise UserError(f"unknown bandwidth pattern {pattern!r}; choose from {', '.join(PATTERNS)}")
     _core = core()
     cfgs = _settable(configs or DEFAULT_CONFIGS[pattern])
-    with _telemetry_block(device) as tel:
-        t0 = _timeline_start(_core)
+    with telemetry_block(device) as tel:
+        t0 = timeline_start(_core)
         rows = _core.bandwidth_run(device, pattern, int(buffer_bytes), int(reps), int(warmup), cfgs, int(seed))
     check_plausible(pattern, rows, theoretical_tbps)
     return pattern_result(pattern, assess_rows(rows, tel, t0, _core, discard=discard_throttled), tel.summary())
@@ -569,8 +569,8 @@ def measure_l2(device: int, l2_bytes: int, *, sizes: Sequence[int] | None = None
     cfgs = _settable(configs or DEFAULT_L2_CONFIGS)
     sizes = list(sizes or l2_working_sets(l2_bytes))
     points: list[L2Point] = []
-    with _telemetry_block(device) as tel:
-        t0 = _timeline_start(_core)
+    with telemetry_block(device) as tel:
+        t0 = timeline_start(_core)
         raw = []
         for i, ws in enumerate(sizes):
             usable = [c for c in cfgs if ws % _chunk_bytes(c) == 0]
@@ -606,8 +606,8 @@ def _mix_candidates(device: int, ratio: tuple[int, int], buffer_bytes: int, know
                 theoretical_tbps=theoretical_tbps, discard_throttled=discard)})
         return found
     _core = core()
-    with _telemetry_block(device) as tel:
-        t0 = _timeline_start(_core)
+    with telemetry_block(device) as tel:
+        t0 = timeline_start(_core)
         rows = _core.bandwidth_mix(device, r_parts, w_parts, int(buffer_bytes), int(reps), int(warmup), cfgs, int(seed))
     check_plausible(f"mix {r_parts}:{w_parts}", rows, theoretical_tbps)
     return found + assess_rows(rows, tel, t0, _core, discard=discard)

@@ -22,7 +22,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
-from .bandwidth import MeasurementError, assess_rows, best_of_medians, tbps, _telemetry_block, _timeline_start
+from .bandwidth import MeasurementError, assess_rows, best_of_medians, tbps, telemetry_block, timeline_start
 
 #: Shared-memory bytes per clock per SM (see the module's docstring for the source).
 SMEM_BYTES_PER_CLOCK_PER_SM = 128
@@ -147,8 +147,8 @@ def measure_smem(device: int = 0, *, configs: Sequence[Mapping[str, Any]] | None
         raise UserError("reps must be >= 1, warmup >= 0, passes >= 0, and target_ms > 0 when passes is 0")
     _core = core()
     cfgs = [{k: v for k, v in dict(c).items() if k in CONFIG_KEYS} for c in (configs or DEFAULT_CONFIGS)]
-    with _telemetry_block(device) as tel:
-        t0 = _timeline_start(_core)
+    with telemetry_block(device) as tel:
+        t0 = timeline_start(_core)
         rows = _core.smem_run(device, int(reps), int(warmup), float(target_ms), int(passes), cfgs, int(seed))
     summary = tel.summary()
     top = ((summary or {}).get("sm_clock_mhz") or {}).get("max")

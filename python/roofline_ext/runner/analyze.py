@@ -99,7 +99,7 @@ def _calibration_of(peaks: Mapping[str, float] | None) -> dict[str, Any] | None:
 # --- one task ---------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def _task_sandbox():
+def task_sandbox():
     """What a task may change and we put back: stdout (task prints must not corrupt JSON on stdout;
     they go to stderr), warnings and torch's logs (torch's chatter about the task is not ours to
     show), torch's default dtype (a task that calls torch.set_default_dtype must not change the
@@ -181,7 +181,7 @@ def _roof_dtype(counts) -> tuple[str, str | None]:
 
 def _count_here(path: str | os.PathLike, dtype: str | None, ops: bool = False) -> Counts:
     require_torch()  # before the task's own `import torch` fails with a less helpful message
-    with _task_sandbox():
+    with task_sandbox():
         task = load_task(path)
         try:
             return count_task(task, dtype, ops=ops)

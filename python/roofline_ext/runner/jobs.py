@@ -20,10 +20,10 @@ def count(path: str, dtype: str | None = None, ops: bool = False) -> dict[str, A
     ``ops``: with its per-op rows."""
     from ..tasks.counting import count_task, require_torch
     from ..tasks.loading import load_task
-    from .analyze import _task_sandbox
+    from .analyze import task_sandbox
 
     require_torch()
-    with _task_sandbox():
+    with task_sandbox():
         task = load_task(path)
         try:
             counts = count_task(task, dtype, ops=ops)

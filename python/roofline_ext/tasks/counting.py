@@ -82,7 +82,6 @@ from typing import Any
 
 from ..errors import UserError
 from ..peaks.units import ROOF_ORDER, TASK_DTYPES, task_dtype_name
-from .formulas import causal_pairs as _causal_pairs  # noqa: F401  (the tests' name for it)
 from .formulas import flop_formulas, flopcounter_formulas
 from .loading import Task, TaskError, describe_exception, load_task, located
 from .opcounter import make_op_counter

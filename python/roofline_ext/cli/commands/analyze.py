@@ -141,7 +141,7 @@ def _fix_json_target(args: argparse.Namespace) -> None:
         raise UserError("analyze needs a task file or a folder: roofline-ext analyze TASK.py [--gpu NAME]")
 
 
-def _task_paths(targets: list[str]) -> tuple[list[Path], bool]:
+def task_paths(targets: list[str]) -> tuple[list[Path], bool]:
     """The task files the targets name (folders expanded, each file once) and whether this is a
     batch (a folder or several files); a one-line ``UserError`` for a target that is neither."""
     from ...tasks.loading import find_task_files
@@ -184,7 +184,7 @@ def _check_output_paths(args: argparse.Namespace, paths: list[Path]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _fix_json_target(args)
-    paths, batch = _task_paths(args.targets)
+    paths, batch = task_paths(args.targets)
     if args.compile:
         args.time = True
     _check_run_options(args, paths, batch)

@@ -65,7 +65,7 @@ def _warnings_to_stderr() -> Iterator[None]:
                 print(f"roofline-ext: warning: {w.message}", file=sys.stderr)
 
 
-def _console(stderr: bool = False):
+def make_console(stderr: bool = False):
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
@@ -142,7 +142,7 @@ class _ProgressBar:
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
-        self.console = _console(stderr=True)
+        self.console = make_console(stderr=True)
         self.live = enabled and self.console.is_terminal
         self.progress: Any = None  # a rich Progress once entered on a terminal
         self.task: Any = None
@@ -192,7 +192,7 @@ def print_calibration(cal: Mapping[str, Any], console=None) -> None:
 
     from ...report.calibration_table import summary_rows
 
-    console = console or _console()
+    console = console or make_console()
     gpu = cal.get("gpu") or {}
     when = str(cal.get("date", "?"))[:16].replace("T", " ")
     wall = cal.get("wall_s")
@@ -259,7 +259,7 @@ def print_spread(cals: Sequence[Mapping[str, Any]], console=None) -> None:
 
     from ...peaks.units import PEAK_KEYS, peak_label
 
-    console = console or _console()
+    console = console or make_console()
     spread = _spread(cals)
     table = Table(title=f"Burst peaks across {len(cals)} GPUs", title_justify="left")
     table.add_column("unit")
@@ -294,7 +294,7 @@ def _show(args: argparse.Namespace) -> int:
     elif not cals:
         print(f"No calibration cached in {cache_dir()}; run 'roofline-ext calibrate' on a GPU machine.")
     else:
-        console = _console()
+        console = make_console()
         for i, cal in enumerate(cals):
             if i:
                 console.print()
@@ -359,7 +359,7 @@ def run(args: argparse.Namespace) -> int:
         doc: Any = cals[0] if len(cals) == 1 else {"devices": cals, "spread": _spread(cals)}
         print(dumps(doc, indent=1))
         return 0
-    console = _console()
+    console = make_console()
     for i, cal in enumerate(cals):
         if i:
             console.print()

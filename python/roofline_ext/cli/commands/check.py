@@ -67,9 +67,9 @@ def _print_device(d: Mapping[str, Any], console: Any) -> None:
 
 
 def _print(doc: Mapping[str, Any]) -> None:
-    from .calibrate import _console
+    from .calibrate import make_console
 
-    console = _console()
+    console = make_console()
     for d in doc.get("devices") or []:
         _print_device(d, console)
     _verdict_line(doc)

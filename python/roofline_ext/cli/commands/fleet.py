@@ -40,9 +40,9 @@ def _print(doc: Mapping[str, Any]) -> None:
     from rich.table import Table
 
     from ...report.fleet_table import gpu_rows, sku_rows
-    from .calibrate import _console
+    from .calibrate import make_console
 
-    console = _console()
+    console = make_console()
     summary = doc["summary"]
     # Host names, SKUs and file names are the results' text: printed as written, never read as markup.
     table = Table(title=escape(f"Fleet: {len(summary['gpus'])} result(s) from {doc['source']}"), title_justify="left")

@@ -105,9 +105,9 @@ def run(args: argparse.Namespace) -> int:
     from ...report.floors_table import floor_rows, table_document, to_csv, to_json
     from ...report.outputs import check_outputs, write_text
     from ...runner.batch import BatchOptions, run_batch
-    from .analyze import _task_paths
+    from .analyze import task_paths
 
-    paths, _ = _task_paths(args.targets)
+    paths, _ = task_paths(args.targets)
     calibrations = [(p, read_json(p)) for p in args.calibration]
     outputs = check_outputs({"--json": args.json, "--csv": args.csv if (args.csv or args.json) else "-"},
                             reads=[*paths, *args.calibration])
