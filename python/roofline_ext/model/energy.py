@@ -43,7 +43,9 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import UserError
+from ..measure.compute import PRECISIONS
 from ..measure.energy import EnergyMeasurement
+from ..peaks.units import UNITS
 from .floors import compute_unit_for_dtype
 from .results import RooflineResult
 
@@ -68,8 +70,9 @@ __all__ = [
     "BELOW_FLOOR_MESSAGE",
 ]
 
-#: Precisions with an energy per FLOP (per OP for INT8): the units ``compute_unit_for_dtype`` gives.
-COMPUTE_KEYS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+#: Precisions with an energy per FLOP (per OP for INT8): the registry's units that the tool's own
+#: kernels measure (``measure.compute.PRECISIONS``), in the registry's order; not spelled again here.
+COMPUTE_KEYS = tuple(u for u in UNITS if u in PRECISIONS)
 #: HBM patterns with an energy per byte moved.
 HBM_KEYS = ("hbm_read", "hbm_write", "hbm_copy")
 #: Every memory level/pattern with an energy per byte (L2 where it could be isolated).
