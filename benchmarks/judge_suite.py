@@ -76,7 +76,8 @@ def kernelbench(level: Path, tmp: Path, trials: int, limit: int | None = None, k
     doc = json.loads(out.read_text())
     verdicts: dict[str, int] = {}
     refused = []
-    job_s = loop_s = ref_s = 0.0
+    job_s = loop_s = ref_s = judge_s = 0.0
+    phases: dict[str, float] = {}
     for r in doc["tasks"]:
         ref_s += (r.get("wall_parts_s") or {}).get("reference") or 0.0
         for c in r.get("candidates") or ():
@@ -85,13 +86,19 @@ def kernelbench(level: Path, tmp: Path, trials: int, limit: int | None = None, k
                 refused.append({"task": r["task"], "verdict": c["verdict"], "reason": c.get("reason")})
             job_s += c.get("job_s") or 0.0
             loop_s += c.get("timed_loop_s") or 0.0
-    # The candidate jobs' time outside their timed loop: loading, building and the whole judge
-    # (correctness sets, fingerprints, the checked trials, the all-stream measure): an upper
-    # bound of what the judge adds to the batch's wall.
+            judge_s += c.get("judge_s") or 0.0
+            for k, v in (c.get("phases_s") or {}).items():
+                phases[k] = phases.get(k, 0.0) + v
+    # judge_s: the phases only the judge spends (fingerprints, its copies and digests, the strict
+    # comparisons, the checked trials, the new-values and all-stream passes; judge/clock.py), as a
+    # fraction of the batch's wall: what the judge adds. The candidate jobs' time outside their
+    # timed loop (loading and building too) is kept as the upper bound it was before.
     return {"exit_code": rc, "wall_s": wall, "tasks": len(doc["tasks"]), "verdicts": verdicts,
             "refused_honest": refused, "reference_jobs_s": ref_s, "candidate_jobs_s": job_s,
             "candidate_timed_loops_s": loop_s, "judge_and_setup_s": job_s - loop_s,
-            "judge_and_setup_fraction_of_wall": (job_s - loop_s) / wall if wall else None}
+            "judge_and_setup_fraction_of_wall": (job_s - loop_s) / wall if wall else None,
+            "judge_s": judge_s, "judge_fraction_of_wall": judge_s / wall if wall else None,
+            "phases_s": {k: round(v, 3) for k, v in sorted(phases.items(), key=lambda kv: -kv[1])}}
 
 
 def main() -> int:
@@ -102,22 +109,27 @@ def main() -> int:
     ap.add_argument("--kb-trials", type=int, default=100, help="timed trials per task of KernelBench (its default)")
     ap.add_argument("--kb-limit", type=int, help="time this many tasks of the level, evenly spread (default all)")
     ap.add_argument("--kb-json", type=Path, help="also keep the KernelBench batch's own JSON here")
+    ap.add_argument("--kb-only", action="store_true", help="skip the exploit suite (the judge's cost only)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                  "suite": suite(tmp, a.trials)}
-        Path(a.out).write_text(json.dumps(result, indent=1) + "\n")  # kept if the second part is cut short
+        result: dict = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+        if not a.kb_only:
+            result["suite"] = suite(tmp, a.trials)
+            Path(a.out).write_text(json.dumps(result, indent=1) + "\n")  # kept if the second part is cut short
         if a.kernelbench:
             result["kernelbench_level1_honest"] = kernelbench(a.kernelbench, tmp, a.kb_trials, a.kb_limit, a.kb_json)
     Path(a.out).write_text(json.dumps(result, indent=1) + "\n")
-    s = result["suite"]
-    print(f"judge suite: {s['cheats_refused']}/{s['cheats']} cheats refused, {s['honest_correct']}/{s['honest']} "
-          f"honest correct, mismatches: {s['mismatches'] or 'none'}; wall {s['wall_s']:.1f} s")
+    s = result.get("suite")
+    if s:
+        print(f"judge suite: {s['cheats_refused']}/{s['cheats']} cheats refused, {s['honest_correct']}/"
+              f"{s['honest']} honest correct, mismatches: {s['mismatches'] or 'none'}; wall {s['wall_s']:.1f} s")
     kb = result.get("kernelbench_level1_honest")
     if kb:
-        print(f"KernelBench L1 honest candidates: {kb['verdicts']} in {kb['wall_s']:.1f} s wall")
-    return 0 if not s["mismatches"] else 1
+        print(f"KernelBench L1 honest candidates: {kb['verdicts']} in {kb['wall_s']:.1f} s wall; the judge's own "
+              f"phases {kb['judge_s']:.1f} s = {100 * (kb['judge_fraction_of_wall'] or 0):.1f}% of it; "
+              f"phases {kb['phases_s']}")
+    return 0 if not (s or {}).get("mismatches") else 1
 
 
 if __name__ == "__main__":

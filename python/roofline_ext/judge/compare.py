@@ -159,6 +159,37 @@ def _floating(i: int, a: torch.Tensor, b: torch.Tensor, tol: float) -> Compariso
 
 
 def _accumulate(s: _Sums, a: torch.Tensor, b: torch.Tensor, tol: float) -> None:
+    """Add one chunk (float64) to the sums: every statistic in one host round trip when all is
+    finite, else the exact path below (NaN/Inf placement, then the finite elements).
+
+    Why: the comparison runs on every correctness set and every checked trial, and on a
+    KernelBench output of 1.6 G elements the elementwise path (a boolean mask per test, a
+    temporary per product, a host synchronise per statistic) cost tens of milliseconds per chunk.
+    Here the products are dot products (no temporaries), minima and maxima come in pairs, the
+    statistics are stacked into one tensor read once, and the elementwise tolerance test runs
+    only when some difference exceeds ``tol`` (below that no element can fail
+    ``|d| <= tol + tol * |ref|``). The sums are the same float64 sums; a NaN or Inf anywhere
+    makes one of them non-finite, which sends the chunk to the exact path."""
+    if a.numel() == 0:
+        return
+    d = b - a
+    b_mm, d_mm = torch.aminmax(b), torch.aminmax(d)
+    stats = torch.stack([a.sum(), b.sum(), torch.dot(a, a), torch.dot(b, b), torch.dot(a, b), torch.dot(d, d),
+                         b_mm.min, b_mm.max, d_mm.min, d_mm.max]).tolist()
+    if not all(math.isfinite(x) for x in stats):
+        _accumulate_exact(s, a, b, tol)
+        return
+    sa, sb, saa, sbb, sab, sdd, b_min, b_max, d_min, d_max = stats
+    s.n += a.numel()
+    s.sa, s.sb, s.saa, s.sbb, s.sab, s.sdd = s.sa + sa, s.sb + sb, s.saa + saa, s.sbb + sbb, s.sab + sab, s.sdd + sdd
+    max_abs = max(-d_min, d_max)
+    s.max_abs = max(s.max_abs, max_abs)
+    if max_abs > tol:
+        s.bad += int((d.abs() > tol + tol * a.abs()).sum())
+    s.b_min, s.b_max = min(s.b_min, b_min), max(s.b_max, b_max)
+
+
+def _accumulate_exact(s: _Sums, a: torch.Tensor, b: torch.Tensor, tol: float) -> None:
     fin_a, fin_b = torch.isfinite(a), torch.isfinite(b)
     if not bool(torch.equal(fin_a, fin_b)):
         new_bad = int((fin_a & ~fin_b).sum())

@@ -35,6 +35,7 @@ import torch
 
 from ..measure.timing import event_times_ms
 from ..model.verdict import Judgement, Verdict
+from .clock import PhaseClock
 from .compare import Comparison, compare_outputs, flatten
 from .guard import Guard, candidate_code, digest
 from .streams import check_all_streams
@@ -95,15 +96,19 @@ class Judge:
     timed_checks: int = 0
     verdict: Judgement | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
+    clock: PhaseClock = field(default_factory=PhaseClock)  # where the judge's time goes (.clock)
 
     @classmethod
     def before_import(cls, reference: Any, make_inputs: Callable[[int], list[Any]], call: Callable[..., Any],
                       tolerance: float, *, mode: str = "strict", seed: int | None = None,
-                      device: torch.device | None = None, namespaces: Iterable[tuple[str, Any]] = ()) -> "Judge":
+                      device: torch.device | None = None, namespaces: Iterable[tuple[str, Any]] = (),
+                      clock: PhaseClock | None = None) -> "Judge":
         """Fingerprint everything the judge relies on, before any candidate code is imported."""
-        guard = Guard.take(reference, namespaces)
+        clock = clock or PhaseClock()
+        with clock("guard"):
+            guard = Guard.take(reference, namespaces)
         return cls(guard, reference, make_inputs, call, tolerance, mode, seed or draw_seed(),
-                   device or torch.device("cpu"))
+                   device or torch.device("cpu"), clock=clock)
 
     # --- the verdict -------------------------------------------------------------------------------
 
@@ -129,7 +134,8 @@ class Judge:
         return self.verdict or self._judgement(Verdict.CORRECT, None, None, {})
 
     def _guarded(self, where: str) -> bool:
-        changes = self.guard.check(where)
+        with self.clock("guard"):
+            changes = self.guard.check(where)
         if changes:
             self._invalid(_defence_of(changes[0]), changes[0], changes=changes[:20])
         return not changes
@@ -140,46 +146,59 @@ class Judge:
         """Run ``sets`` input sets (the first the timed one when given, the rest from the run's seed);
         True when every one matched and no defence fired."""
         for i in range(max(1, sets)):
-            inputs = first_inputs if (i == 0 and first_inputs is not None) else self.make_inputs(self.seed + i)
+            if i == 0 and first_inputs is not None:
+                inputs = first_inputs
+            else:
+                with self.clock("inputs"):
+                    inputs = self.make_inputs(self.seed + i)
             if not self._one_set(candidate, inputs, f"input set {i + 1} of {sets}"):
                 return False
         return True
 
     def _one_set(self, candidate: Any, inputs: list[Any], label: str) -> bool:
-        pristine = _clone(inputs)
-        digests = _digests(pristine)
-        with torch.no_grad(), candidate_code():
+        with self.clock("copies"):
+            pristine = _clone(inputs)
+            digests = _digests(pristine)
+        with self.clock("candidate"), torch.no_grad(), candidate_code():
             out = self.call(candidate, "ModelNew.forward", "forward", *inputs)
-        self._sync()
-        frozen, refusal = self._freeze(out)
-        aliased = _aliases(out, inputs) if refusal is None else []
-        del out
+            self._sync()
+        with self.clock("copies"):
+            frozen, refusal = self._freeze(out)
+            aliased = _aliases(out, inputs) if refusal is None else []
+            del out
         return self._judge_outputs(frozen, refusal, inputs, pristine, digests, aliased, label)
 
     def _judge_outputs(self, frozen: list[Any] | None, refusal: Comparison | None, inputs: list[Any] | None,
                        pristine: list[Any], digests: list[Any], aliased: list[tuple[int, int]], label: str,
                        defence_if_wrong: str | None = None) -> bool:
         self.checks += defence_if_wrong is None
+        # A timed check's reference call and comparison are the judge's own cost (a harness without
+        # the judge checks the correctness sets only).
+        checked_in_loop = defence_if_wrong is not None
         if not self._guarded(f"before comparing {label}"):
             return False
-        if _digests(pristine) != digests:
+        with self.clock("timed_checks" if checked_in_loop else "copies"):
+            changed = _digests(pristine) != digests
+        if changed:
             self._invalid("harness", f"{label}: the judge's own copy of the inputs was changed while the "
                                      "candidate ran")
             return False
         if refusal is not None:
             return self._refused(label, refusal, defence_if_wrong)
-        with torch.no_grad():
+        with self.clock("timed_checks" if checked_in_loop else "reference"), torch.no_grad():
             ref = self.call(self.reference, "Model.forward", "forward", *pristine)
-        self._sync()
+            self._sync()
         for o, j in aliased:
             if inputs is not None and _digest_one(inputs[j]) == digests[j] and not _aliases_any(ref, pristine[j]):
                 self._invalid("alias", f"{label}: output {o} shares memory with input {j}, which the call did not "
                                        "write (and the reference's output does not alias its input)")
                 return False
         assert frozen is not None
-        comparison = compare_outputs(ref, frozen, self.tolerance, self.mode)
-        _scrub(ref, keep=[*pristine, *_weights(self.reference)])
-        del ref
+        with self.clock("timed_checks" if checked_in_loop else "compare"):
+            comparison = compare_outputs(ref, frozen, self.tolerance, self.mode)
+        with self.clock("timed_checks" if checked_in_loop else "copies"):
+            _scrub(ref, keep=[*pristine, *_weights(self.reference)])
+            del ref
         if not comparison.ok:
             return self._refused(label, comparison, defence_if_wrong)
         self.evidence["max_abs_diff"] = max(self.evidence.get("max_abs_diff", 0.0), comparison.max_abs_diff)
@@ -230,12 +249,13 @@ class Judge:
         def before() -> None:
             # The judge's own work first, the flush last: no trial starts with inputs the judge
             # wrote still in L2.
-            self._capture_pending(state)
-            kind = plan.get(state["n"])
-            if kind is not None:
-                cap = self._prepare(kind, state["n"], args, 1000 + len(captured), state)
-                captured.append(cap)
-                state["pending"] = cap
+            with self.clock("timed_checks"):
+                self._capture_pending(state)
+                kind = plan.get(state["n"])
+                if kind is not None:
+                    cap = self._prepare(kind, state["n"], args, 1000 + len(captured), state)
+                    captured.append(cap)
+                    state["pending"] = cap
             flush()
 
         def fn() -> Any:
@@ -251,9 +271,10 @@ class Judge:
             state["out"], state["inputs"] = out, args
             return out
 
-        with torch.no_grad(), candidate_code():
+        with self.clock("timed_loop"), torch.no_grad(), candidate_code():
             timing = time_fn(fn, before)
-        self._capture_pending(state)
+        with self.clock("timed_checks"):
+            self._capture_pending(state)
         if not self._guarded("after timing"):
             return None
         for cap in captured:
@@ -306,6 +327,12 @@ class Judge:
 
     def new_values(self, candidate: Any, args: list[Any], timed_median_ms: float, flush: Callable[[], None],
                    *, events: Any = None) -> bool:
+        """Step 4b (:meth:`_new_values`), its time charged to ``new_values``."""
+        with self.clock("new_values"):
+            return self._new_values(candidate, args, timed_median_ms, flush, events=events)
+
+    def _new_values(self, candidate: Any, args: list[Any], timed_median_ms: float, flush: Callable[[], None],
+                    *, events: Any = None) -> bool:
         """Time the candidate on new values in the timed tensors (the same addresses, the same
         sizes), a new set before every trial, measured as the timed loop is: the values written
         and the L2 flushed before each trial, outside the events, with no synchronise between
@@ -356,7 +383,7 @@ class Judge:
             with candidate_code():  # the candidate's calls only: the profiler's own machinery is not audited
                 return candidate(*args)
 
-        with torch.no_grad():
+        with self.clock("all_streams"), torch.no_grad():
             check = check_all_streams(call, event_ms, device)
         self.evidence["all_streams"] = check.to_dict()
         if not check.ok:

@@ -349,16 +349,19 @@ def judge_candidate(path: str | Path, *, new: str | Path | None = None, dtype: s
 
 def _judged(task, path, new, dev, tdtype, seed: int, inputs: str, correct_trials: int, mode: str,
             judge_seed: int | None, timed) -> dict[str, Any]:
+    from ..judge.clock import PhaseClock
     from ..judge.guard import candidate_code
     from ..judge.protocol import Judge
 
-    model, args, tol, result, init = _reference_setup(task, path, dev, tdtype, seed, inputs)
+    clock = PhaseClock()
+    with clock("setup"):
+        model, args, tol, result, init = _reference_setup(task, path, dev, tdtype, seed, inputs)
     judge = Judge.before_import(model, lambda s: make_inputs(task, dev, tdtype, s, inputs)[0], task.call, tol,
                                 mode=mode, seed=judge_seed, device=dev,
-                                namespaces=[("the task module", vars(task.module))])
+                                namespaces=[("the task module", vars(task.module))], clock=clock)
     unload_candidate = None
     try:
-        with candidate_code():
+        with clock("load"), candidate_code():
             if new is not None:
                 new_cls, unload_candidate = _load_candidate(new)
             elif task.model_new_cls is not None:
@@ -376,6 +379,8 @@ def _judged(task, path, new, dev, tdtype, seed: int, inputs: str, correct_trials
                 result["candidate_timing"], result["t_new_ms"] = timing, timing["median_ms"]
         verdict = judge.judgement()
         result["judgement"] = verdict.to_dict()
+        # Where the time went, phase by phase, and the judge's own share (docs/scoring.md, "Cost").
+        result["phases_s"], result["judge_s"] = clock.to_dict(), clock.judge_s()
         result["correctness"] = _correctness(verdict, tol, correct_trials)
         if not verdict.scored:
             result["_retire"] = f"the candidate was judged {verdict.verdict.value}"

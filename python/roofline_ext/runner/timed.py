@@ -59,7 +59,8 @@ def candidate_record(candidate: str, sample: int | None, value: Mapping[str, Any
             "verdict": judgement["verdict"], "reason": judgement.get("reason"), "defence": judgement.get("defence"),
             "judgement": judgement, "t_new_ms": value.get("t_new_ms") if correct else None,
             "timing": value.get("candidate_timing") if correct else None,
-            "job_s": value.get("job_s"), "timed_loop_s": value.get("timed_loop_s")}
+            "job_s": value.get("job_s"), "timed_loop_s": value.get("timed_loop_s"),
+            "judge_s": value.get("judge_s"), "phases_s": value.get("phases_s")}
 
 
 def score_candidate(rec: dict[str, Any], roofs: Mapping[str, Any] | None, t_ref: float | None) -> dict[str, Any]:
