@@ -20,6 +20,7 @@ void bind_bandwidth(pybind11::module_& m);  // bandwidth_bindings.cpp
 void bind_compute(pybind11::module_& m);    // compute_bindings.cpp
 void bind_smem(pybind11::module_& m);       // smem_bindings.cpp
 void bind_hostlink(pybind11::module_& m);   // hostlink_bindings.cpp
+void bind_judge(pybind11::module_& m);      // judge_bindings.cpp
 #endif
 
 namespace bind {

@@ -207,5 +207,6 @@ PYBIND11_MODULE(_core, m) {
   roofline::bind_compute(m);
   roofline::bind_smem(m);
   roofline::bind_hostlink(m);
+  roofline::bind_judge(m);
 #endif
 }

@@ -148,6 +148,27 @@ def test_the_guard_sees_a_replaced_function_a_swapped_code_and_changed_weights(m
     assert "torch.allclose" in changes and "Linear.forward" in changes and "weight" in changes
 
 
+def test_a_code_swap_undone_before_the_check_is_still_seen():
+    # Swapped and restored between two checks, from another thread, by the descriptor: the audit
+    # hook's log of function writes keeps it (guard._SET_LOG), though the identities match again.
+    from roofline_ext.judge import compare as cmp
+
+    guard = Guard.take()
+    original = cmp._one.__code__
+
+    def swap_and_restore():
+        type(cmp._one).__code__.__set__(cmp._one, (lambda i, a, b, tol: None).__code__)
+        cmp._one.__code__ = original
+
+    t = threading.Thread(target=swap_and_restore)
+    t.start()
+    t.join()
+    assert cmp._one.__code__ is original
+    changes = guard.check("now")
+    assert changes == ["now: roofline_ext.judge.compare._one: its code was replaced"]
+    assert Guard.take().check("later") == []  # a fingerprint taken after the write starts clean
+
+
 def test_the_guard_sees_a_new_thread(monkeypatch):
     guard = Guard.take()
     stop = threading.Event()

@@ -217,3 +217,11 @@ def hostlink_run(
     seed: int = 12345,
     fault: str = "none",
 ) -> list[dict[str, Any]]: ...
+
+# --- the judge's GPU passes (judge_stats.cu; CUDA builds only) ---
+# The strict comparison's float64 sums over n elements of two contiguous device arrays (a the
+# reference, b the candidate; dtype float32/float64/float16/bfloat16) on `stream` (a cudaStream_t
+# as an int): n, sa, sb, saa, sbb, sab, sdd, max_abs, b_min, b_max, bad, nonfinite.
+def judge_compare_stats(a: int, b: int, n: int, dtype: str, tol: float, stream: int, device: int) -> dict[str, Any]: ...
+# A position-dependent 64-bit checksum of `bytes` bytes of device memory.
+def judge_checksum(ptr: int, bytes: int, stream: int, device: int) -> int: ...

@@ -139,12 +139,14 @@ class _Sums:
 
 
 def _floating(i: int, a: torch.Tensor, b: torch.Tensor, tol: float) -> Comparison:
-    s = _Sums()
     fa, fb = a.reshape(-1), b.reshape(-1)  # layout-independent: a view when contiguous, else a copy
-    for start in range(0, fa.numel(), _CHUNK):
-        _accumulate(s, fa[start:start + _CHUNK].double(), fb[start:start + _CHUNK].double(), tol)
-        if s.nonfinite:
-            return Comparison(False, tol, f"output {i}: {s.nonfinite}", "nonfinite")
+    s = _native_sums(fa, fb, tol)
+    if s is None:
+        s = _Sums()
+        for start in range(0, fa.numel(), _CHUNK):
+            _accumulate(s, fa[start:start + _CHUNK].double(), fb[start:start + _CHUNK].double(), tol)
+            if s.nonfinite:
+                return Comparison(False, tol, f"output {i}: {s.nonfinite}", "nonfinite")
     rel = math.sqrt(s.sdd / s.saa) if s.saa > 0 else math.sqrt(s.sbb / max(s.n, 1))
     degenerate = _degenerate(s, tol)
     if degenerate:
@@ -156,6 +158,37 @@ def _floating(i: int, a: torch.Tensor, b: torch.Tensor, tol: float) -> Compariso
         return Comparison(False, tol, f"output {i}: {s.bad} of {s.n} elements differ beyond atol=rtol={tol:g} "
                                       f"(max abs diff {s.max_abs:.3g})", "values", s.max_abs, rel)
     return Comparison(True, tol, max_abs_diff=s.max_abs, rel_l2=rel)
+
+
+_NATIVE_DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
+                  torch.bfloat16: "bfloat16"}
+
+
+def _native_sums(a: torch.Tensor, b: torch.Tensor, tol: float) -> _Sums | None:
+    """The sums in one pass on the GPU (csrc/judge_stats.cu: each value read once, float64
+    accumulators; 1.6 G fp32 elements in milliseconds where the chunked torch path took 56 ms on
+    an H200), or None where it does not apply: a CPU tensor, a core built without CUDA, another
+    dtype, or a NaN/Inf anywhere (the torch path then says where)."""
+    stats_fn = _core_function("judge_compare_stats")
+    name = _NATIVE_DTYPES.get(a.dtype)
+    if stats_fn is None or name is None or not a.is_cuda or a.numel() == 0:
+        return None
+    a, b = a.contiguous(), b.contiguous()
+    dev = a.device.index if a.device.index is not None else torch.cuda.current_device()
+    r = stats_fn(a.data_ptr(), b.data_ptr(), a.numel(), name, tol, torch.cuda.current_stream(dev).cuda_stream, dev)
+    if r["nonfinite"]:
+        return None
+    return _Sums(n=r["n"], sa=r["sa"], sb=r["sb"], saa=r["saa"], sbb=r["sbb"], sab=r["sab"], sdd=r["sdd"],
+                 max_abs=r["max_abs"], bad=r["bad"], b_min=r["b_min"], b_max=r["b_max"])
+
+
+def _core_function(name: str) -> Any:
+    """A function of the native core's CUDA part, or None (a host-only build, or no core)."""
+    try:
+        from .. import _core
+    except ImportError:
+        return None
+    return getattr(_core, name, None) if getattr(_core, "CUDA_COMPILED", False) else None
 
 
 def _accumulate(s: _Sums, a: torch.Tensor, b: torch.Tensor, tol: float) -> None:

@@ -249,6 +249,10 @@ class Judge:
         def before() -> None:
             # The judge's own work first, the flush last: no trial starts with inputs the judge
             # wrote still in L2.
+            if (state["pending"] is not None and "out" in state) or state["n"] in plan:
+                # Its synchronise waits out the trials queued so far: the loop's GPU time, charged
+                # to the loop (the clock is wall time), not to the check that follows.
+                self._sync()
             with self.clock("timed_checks"):
                 self._capture_pending(state)
                 kind = plan.get(state["n"])
