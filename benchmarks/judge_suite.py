@@ -43,7 +43,9 @@ def suite(tmp: Path, trials: int) -> dict:
     for r in doc["tasks"]:
         for c in r.get("candidates") or ():
             case = by_label[f"{r['task'].split('/')[-1]}:{c['sample']}"]
-            ok = c["verdict"] in case.verdicts and (case.defence is None or c.get("defence") == case.defence)
+            gainless = (not case.honest and c["verdict"] == "correct" and case.max_speedup is not None
+                        and (c.get("speedup") or 0.0) <= case.max_speedup)
+            ok = c["verdict"] in case.verdicts and (gainless or case.defence is None or c.get("defence") == case.defence)
             rows.append({"candidate": case.candidate, "task": case.task, "honest": case.honest, "where": case.where,
                          "expected": list(case.verdicts), "expected_defence": case.defence,
                          "verdict": c["verdict"], "defence": c.get("defence"), "reason": c.get("reason"),
@@ -51,6 +53,8 @@ def suite(tmp: Path, trials: int) -> dict:
                          "evidence": (c.get("judgement") or {}).get("evidence")})
             if not ok:
                 bad.append(case.candidate)
+    # A cheat scored "correct" counts as not refused, whatever its speed-up (the manifest allows it
+    # for a replay that gains nothing; the row's "ok" says whether it stayed within that).
     return {"exit_code": rc, "wall_s": wall, "cases": rows, "cheats_refused": sum(
         1 for x in rows if not x["honest"] and x["verdict"] != "correct"), "cheats": sum(not x["honest"] for x in rows),
         "honest_correct": sum(1 for x in rows if x["honest"] and x["verdict"] == "correct"),

@@ -39,6 +39,9 @@ def test_verdict_on_the_gpu(timed, case):
                     f"error {row.get('error')!r}, {len(row.get('candidates') or ())} candidate(s)")
     c = timed[case.candidate]
     assert c["verdict"] in case.verdicts, f"{case.candidate}: {c['verdict']} ({c.get('reason')})"
+    if not case.honest and c["verdict"] == "correct":  # scored only when the score gains nothing
+        assert case.max_speedup is not None and c["speedup"] <= case.max_speedup, c
+        return
     if case.defence is not None:
         assert c["defence"] == case.defence, c.get("reason")
     if case.honest:
