@@ -20,10 +20,11 @@ def timed(tmp_path_factory):
     root = tmp_path_factory.mktemp("exploits-gpu")
     tasks, cands, by_label = stage(CASES, root)
     out = root / "judged.json"
-    cli.main(["analyze", str(tasks), "--new", str(cands), "--time", "--trials", "30", "--json", str(out),
-              "--no-progress"])
+    rc = cli.main(["analyze", str(tasks), "--new", str(cands), "--time", "--trials", "30", "--json", str(out),
+                   "--no-progress"])
     doc = json.loads(out.read_text())
-    got: dict = {"_tasks": {}}
+    got: dict = {"_tasks": {}, "_rc": rc,
+                 "_failed": [(r["task"], r.get("status"), r.get("error")) for r in doc["tasks"] if r.get("status") != "ok"]}
     for r in doc["tasks"]:
         got["_tasks"][r["task"].split("/")[-1].removesuffix(".py")] = r
         for c in r.get("candidates") or ():
@@ -34,7 +35,10 @@ def timed(tmp_path_factory):
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.candidate)
 def test_verdict_on_the_gpu(timed, case):
     if case.candidate not in timed:  # say why: the task's own row (its failure), not a KeyError
-        row = timed["_tasks"].get(case.task) or {}
+        row = timed["_tasks"].get(case.task)
+        if row is None:  # the task has no row at all (seen twice on the H200, 2026-12-02: 7_matmul_2048)
+            pytest.fail(f"{case.candidate}: task {case.task} has no row in the batch's JSON; rows: "
+                        f"{sorted(timed['_tasks'])}; exit code {timed['_rc']}; failed: {timed['_failed']!r}")
         pytest.fail(f"{case.candidate}: no candidate row; task {case.task}: status {row.get('status')!r}, "
                     f"error {row.get('error')!r}, {len(row.get('candidates') or ())} candidate(s)")
     c = timed[case.candidate]
