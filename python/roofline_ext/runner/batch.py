@@ -187,6 +187,7 @@ class _Batch:
         self.judge_seed = opts.judge_seed if opts.judge_seed is not None else secrets.randbelow(2**31 - 1) + 1
         # The GPU's roofs, once for the batch: every task's floor and its chart use this one set.
         self.roofs = resolve_roofs(gpu, opts.measured, opts.regime)
+        self.timed_ok = 0  # tasks whose reference was timed: after one, the GPU is known to work
 
     def run(self) -> list[dict[str, Any]]:
         if self.opts.timing is not None:
@@ -199,6 +200,10 @@ class _Batch:
             self._time_all()
         if self.progress is not None:
             self.progress.start("done")
+        for i, r in enumerate(self.results):
+            if r is None:  # never silently short: every task given has its row (docs/runner.md)
+                self._emit(i, _error(self.paths[i], "lost", f"{self.paths[i]}: no result came back for this task "
+                                                            "(a job of it never reported)"))
         return [r for r in self.results if r is not None]
 
     # --- counting --------------------------------------------------------------------------------
@@ -268,6 +273,10 @@ class _Batch:
             w["left"] -= 1
             if w["left"] == 0:
                 self._emit(i, self._timed_result(i, w))
+        for i, w in waiting.items():
+            if w["left"] > 0 and self.results[i] is None:
+                self._emit(i, _error(self.paths[i], "lost", f"{self.paths[i]}: {w['left']} of its timing jobs never "
+                                                            "reported"))
 
     def _candidates(self, i: int) -> list[Candidate]:
         if self.opts.candidates is not None:
@@ -309,7 +318,11 @@ class _Batch:
         if comp is not None:
             walls["compile"] = comp.wall_s
         if not ref.ok:
-            if ref.kind == "gpu-unavailable":
+            if ref.kind == "gpu-unavailable" and not self.timed_ok:
+                # The first timing says the worker cannot use the GPU: so will every other, and one
+                # line says it better than a row per task. Once a task was timed, it is this task's
+                # failure (a replaced worker that met a busy or resetting card) and the batch goes
+                # on: it never ends early with the tasks after this one missing from the results.
                 from ..device.status import availability
 
                 # The worker's own reason: this process may well see a usable GPU.
@@ -318,6 +331,7 @@ class _Batch:
                 raise err
             return _error(self.paths[i], ref.kind, f"{self.paths[i]}: timing failed: {ref.error}",
                           sum(walls.values()), ref.replaced)
+        self.timed_ok += 1
         cands = [self._candidate(spec, out) for spec, out in zip(w["specs"], w["cands"])]
         reference = dict(ref.value)
         if comp is not None:
