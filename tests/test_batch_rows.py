@@ -1,7 +1,6 @@
 """Every task given has its row: a timing job that never reports, or a worker that meets an
-unusable GPU after other tasks were timed, is that task's failure, and the batch goes on (the
-exploit suite once lost its last task this way on the H200, 2026-12-02: the batch ended early on
-a replaced worker's "GPU unavailable" and its JSON held six of seven tasks)."""
+unusable GPU after other tasks were timed, is that task's failure, and the batch goes on
+(docs/runner.md: the exploit suite came back without its last task on the H200, 2026-12-02)."""
 from __future__ import annotations
 
 import textwrap
