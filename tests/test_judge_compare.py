@@ -375,3 +375,44 @@ def test_nan_or_inf_in_a_chunk_takes_the_exact_path():
     s = cmp._Sums()
     cmp._accumulate(s, a, b, 1e-4)
     assert s.nonfinite and "NaN/Inf where the reference is finite" in s.nonfinite
+
+
+# --- the timed loop (protocol step 4) without a GPU ---------------------------------------------------
+
+def _loop(fn, before, trials: int = 12, warmup: int = 2):
+    """A timing function as time_callable calls it: ``before()`` ahead of every call."""
+    for _ in range(warmup + trials):
+        before()
+        fn()
+    return {"median_ms": 1.0, "p90_ms": 1.0, "trials": trials}
+
+
+def test_a_cache_keyed_on_the_version_counter_computes_on_every_timed_trial():
+    # Nothing writes the inputs between timed trials, so a cache on (address, version) would
+    # replay there and compute on every checked trial (each of which writes or replaces the
+    # inputs): right on every check, free on every timed call. The loop bumps every trial's
+    # versions, so the cache never hits.
+    computed, cache = [], {}
+
+    def version_keyed(x):
+        key = (x.data_ptr(), x._version)
+        if key not in cache:
+            computed.append(key)
+            cache.clear()
+            cache[key] = torch.softmax(x, dim=1)
+        return cache[key]
+
+    from roofline_ext.judge.guard import Guard
+    from roofline_ext.judge.protocol import Judge
+
+    class Softmax(torch.nn.Module):
+        def forward(self, x):
+            return torch.softmax(x, dim=1)
+
+    ref = Softmax()
+    judge = Judge(Guard.take(ref, ()), ref, _inputs, lambda f, what, phase, *a: f(*a), 1e-4)
+    args = _inputs(1)
+    timing = judge.timed(version_keyed, args, lambda fn, before: _loop(fn, before), trials=12, warmup=2,
+                         flush=lambda: None)
+    assert timing is not None and judge.judgement().verdict.value == "correct"
+    assert len(computed) == 14  # every call of the loop, warm-up included, computed
