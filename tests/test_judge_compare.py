@@ -310,6 +310,7 @@ def test_a_cache_keyed_on_the_inputs_contents_is_invalid_in_the_new_values_pass(
     got = judge.judgement()
     assert got.verdict.value == "invalid" and got.defence == "timed-output"
     assert "new values" in got.reason and got.evidence["new_values"]["median_ms"] == 1.0
+    assert got.evidence["new_values"]["matched_ratio"] == pytest.approx(10.0)  # replays on the timed values
 
 
 def test_an_honest_candidate_takes_as_long_on_new_values():
@@ -340,7 +341,10 @@ def test_the_new_values_pass_writes_into_the_timed_tensors_and_skips_what_it_can
     args = _inputs(1)
     judge.new_values(recording, args, 1.0, lambda: None, events=clock)
     assert {ptr for ptr, _ in seen} == {args[0].data_ptr()}   # the same tensor every trial
-    assert len({v for _, v in seen}) == len(seen)              # new values every trial
+    new, same = seen[1::2], seen[0::2]
+    assert len({v for _, v in new}) == len(new) == 8            # new values on every other trial,
+    assert {v for _, v in same} == {float(_inputs(1)[0][0, 0])}  # the timed values on the rest
+    assert judge.evidence["new_values"]["matched_ratio"] == 1.0
     monkeypatch.setattr(protocol, "_NEW_VALUES_BYTES", 2 * 64 * 64 * 4)  # room for two sets only
     judge = _judge_for(_inputs)
     assert judge.new_values(recording, _inputs(1), 1.0, lambda: None, events=clock)

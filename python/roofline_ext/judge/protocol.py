@@ -347,23 +347,32 @@ class Judge:
         and the L2 flushed before each trial, outside the events, with no synchronise between
         trials. An honest kernel takes as long as in the timed loop; a candidate that replays what
         it computed for values it saw before (a cache keyed on the inputs' contents, however it is
-        padded) computes on every trial here. False (and invalid) when the pass is far slower."""
+        padded) computes on every trial here. False (and invalid) when the pass is far slower.
+
+        The trials alternate with trials on the timed values written back the same way (the same
+        copy, the same flush): recorded as ``same_values_median_ms`` and ``matched_ratio``, the
+        two sides of one measurement with nothing else different. The decision is still the new
+        values' median against the timed one; the matched ratio is the evidence a tighter rule
+        for calls of tens of microseconds needs (docs/scoring.md, "What the time rules cannot
+        see"), gathered until the GPU runs have shown its honest spread."""
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         size = sum(t.numel() * t.element_size() for t in tensors)
         budget = _NEW_VALUES_BYTES
         if self.device.type == "cuda":
             budget = min(budget, torch.cuda.mem_get_info(self.device)[0] // 4)
-        k = min(NEW_VALUE_TRIALS, budget // size) if size else 0
+        k = min(NEW_VALUE_TRIALS, budget // size - 1) if size else 0  # k new sets and the timed values
         if k < 3:  # no tensor input to change, or no room for three sets: recorded, not a verdict
             why = "no tensor inputs" if not size else f"{k} set(s) of {size / 2**20:.0f} MiB fit in {budget / 2**20:.0f} MiB"
             self.evidence["new_values"] = {"skipped": why}
             return True
+        timed_values = _clone(args)
         sets = [self.make_inputs(self.seed + 2000 + i) for i in range(k)]
         self._sync()
         step = {"i": 0}
 
-        def before() -> None:
-            fresh = sets[step["i"] % k]
+        def before() -> None:  # trial 2j: the timed values again; trial 2j+1: new set j
+            i = step["i"]
+            fresh = timed_values if i % 2 == 0 else sets[(i // 2) % k]
             step["i"] += 1
             for a, f in zip(args, fresh):
                 if isinstance(a, torch.Tensor) and isinstance(f, torch.Tensor) and a.shape == f.shape:
@@ -371,11 +380,13 @@ class Judge:
             flush()
 
         with torch.no_grad(), candidate_code():
-            ms = event_times_ms(lambda: candidate(*args), k, 0, before, events=events)
+            ms = event_times_ms(lambda: candidate(*args), 2 * k, 0, before, events=events)
         sets.clear()  # the sets are freed before the next step
-        median = statistics.median(ms)
+        timed_values.clear()
+        median, same = statistics.median(ms[1::2]), statistics.median(ms[0::2])
         record = {"trials": k, "median_ms": median, "timed_median_ms": timed_median_ms,
-                  "limit_ms": _NEW_VALUES_FACTOR * timed_median_ms + _NEW_VALUES_MS}
+                  "limit_ms": _NEW_VALUES_FACTOR * timed_median_ms + _NEW_VALUES_MS,
+                  "same_values_median_ms": same, "matched_ratio": median / same if same > 0 else None}
         self.evidence["new_values"] = record
         if median > record["limit_ms"]:
             self._invalid("timed-output", f"the candidate took {median:.4g} ms per call on new values in the same "
