@@ -39,4 +39,4 @@ def test_time_outside_every_phase_is_not_charged():
 
 
 def test_harness_phases_are_what_a_judge_free_harness_spends():
-    assert set(HARNESS_PHASES) == {"load", "setup", "inputs", "candidate", "reference", "timed_loop"}
+    assert set(HARNESS_PHASES) == {"load", "setup", "inputs", "candidate", "reference", "timed_loop", "measured"}

@@ -14,9 +14,10 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 # The phases a harness without the judge spends too (KernelBench's own: import and build the
-# candidate, make input sets, run the candidate and the reference on each, time the loop). The
-# others are the judge's: what it adds.
-HARNESS_PHASES = ("load", "setup", "inputs", "candidate", "reference", "timed_loop")
+# candidate, make input sets, run the candidate and the reference on each, time the loop), and
+# what the user asked to measure beyond the time ("measured": --energy's window). The others are
+# the judge's: what it adds.
+HARNESS_PHASES = ("load", "setup", "inputs", "candidate", "reference", "timed_loop", "measured")
 
 
 class PhaseClock:

@@ -384,16 +384,26 @@ class Judge:
         sets.clear()  # the sets are freed before the next step
         timed_values.clear()
         median, same = statistics.median(ms[1::2]), statistics.median(ms[0::2])
-        record = {"trials": k, "median_ms": median, "timed_median_ms": timed_median_ms,
-                  "limit_ms": _NEW_VALUES_FACTOR * timed_median_ms + _NEW_VALUES_MS,
+        limit = _NEW_VALUES_FACTOR * timed_median_ms + _NEW_VALUES_MS
+        record = {"trials": k, "median_ms": median, "timed_median_ms": timed_median_ms, "limit_ms": limit,
                   "same_values_median_ms": same, "matched_ratio": median / same if same > 0 else None}
         self.evidence["new_values"] = record
-        if median > record["limit_ms"]:
+        if median > limit:
             self._invalid("timed-output", f"the candidate took {median:.4g} ms per call on new values in the same "
                                           f"tensors, {timed_median_ms:.4g} ms in the timed loop: the timed calls "
                                           "reuse work done before instead of computing", new_values=record)
             return False
         return self._guarded("after the new-values pass")
+
+    # --- after the verdict: measuring more of a correct candidate ------------------------------------
+
+    def guarded_call(self, what: str, thunk: Callable[[], Any]) -> Any:
+        """``thunk()`` (which calls the candidate: its energy window, say) as candidate code, then a
+        fingerprint check: a candidate that patched what measured it is invalid, and the value is
+        None. A measurement taken after the verdict is held to the same guard as the timing."""
+        with self.clock("measured"), torch.no_grad(), candidate_code():
+            value = thunk()
+        return value if self._guarded(f"after {what}") else None
 
     # --- all the work ------------------------------------------------------------------------------
 

@@ -405,3 +405,65 @@ def _window(fn: Callable[[], object], counter: EnergyReader, probe: CounterProbe
         idle_window_s=probe.idle_window_s, resolution_j=probe.resolution_j,
         update_interval_s=probe.update_interval_s, poll_gap_s=gap, idle_poll_gap_s=probe.poll_gap_s,
         updates=updates)
+
+
+# --------------------------------------------------------------------------------------------------
+# A CUDA call's energy, as ``analyze --time --energy`` measures it
+# --------------------------------------------------------------------------------------------------
+
+#: The idle probe of each device, taken once per process: a timing worker measures one task after
+#: another on an idle card, and a probe costs a second of idle polling (docs/energy.md).
+_PROBES: dict[int, CounterProbe] = {}
+#: Calls between synchronises: enough that a batch runs about this long, so the host's reads and
+#: synchronises stay a small part of the window.
+BATCH_S = 0.02
+
+
+def counter_for(device: int) -> NvmlEnergyReader:
+    """NVML's total-energy counter of CUDA device ``device`` (found by its PCI bus id)."""
+    return NvmlEnergyReader(_bus_id(device))
+
+
+def measure_call_energy(fn: Callable[[], object], *, device: int, call_ms: float,
+                        flush: Callable[[], object] | None = None, reader: EnergyReader | None = None,
+                        sync: Callable[[], object] | None = None, clock: Callable[[], float] = time.perf_counter,
+                        sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
+    """The energy per call of a CUDA callable whose event-timed median is ``call_ms``, over one
+    counter window (:func:`measure_energy`), as a dict; or ``{"error": one line}`` when there is no
+    counter to read (no ``pynvml``, no NVML, no counter): the time is still the result.
+
+    ``flush`` (the timing's L2 flush) runs before every call, as in the timed loop, so a task small
+    enough to stay in L2 is not measured warm, and its energy is counted with the call's: the
+    figure is an upper bound of the call's own (``includes_flush``). The idle probe is taken once
+    per process and device (``_PROBES``). ``sync`` (default ``torch.cuda.synchronize(device)``),
+    ``clock`` and ``sleep``: injectable for tests."""
+    if sync is None:
+        import torch
+
+        def sync() -> object:
+            return torch.cuda.synchronize(device)
+
+    own = reader is None
+    try:
+        counter = reader if reader is not None else counter_for(device)
+    except EnergyCounterError as exc:
+        return {"error": str(exc)}
+    try:
+        probe = _PROBES.get(device) or probe_counter(counter, clock=clock, sleep=sleep)
+        _PROBES[device] = probe
+
+        def call() -> object:
+            if flush is not None:
+                flush()
+            return fn()
+
+        batch = max(1, math.ceil(BATCH_S * 1e3 / max(call_ms, 1e-3)))
+        m = measure_energy(call, reader=counter, probe=probe, batch=batch, sync=sync, clock=clock, sleep=sleep)
+    except EnergyCounterError as exc:
+        return {"error": str(exc)}
+    finally:
+        if own:
+            close = getattr(counter, "close", None)
+            if close is not None:
+                close()
+    return {**m.to_dict(), "batch": batch, "includes_flush": flush is not None}

@@ -75,6 +75,9 @@ class TimingOptions:
     inputs: str = "auto"
     correct_trials: int = 5
     timeout_s: float = DEFAULT_TIME_TIMEOUT_S
+    # --energy: each timed variant's energy per call over an NVML counter window after its timing
+    # (a second or two more per variant; docs/energy.md).
+    energy: bool = False
 
     def __post_init__(self) -> None:
         self.rule()  # a bad count, precision or cap is a one-line error here, not in a worker
@@ -295,6 +298,8 @@ class _Batch:
         kwargs = {**self._common(i, device), "compile": False}
         if self.opts.ops:
             kwargs["profile"] = True
+        if self._timing().energy:
+            kwargs["energy"] = True
         return Job((i, "ref"), TIME_REFERENCE_FN, kwargs, self._timing().timeout_s, device=device,
                    label=f"time {self.paths[i].stem}", error_kind="error")
 
@@ -306,6 +311,8 @@ class _Batch:
         kwargs = {**self._common(i, device), "new": str(cand.path) if cand.path else None,
                   "correct_trials": self._timing().correct_trials, "judge": self.opts.judge,
                   "judge_seed": self.judge_seed}
+        if self._timing().energy:
+            kwargs["energy"] = True
         return Job((i, k), TIME_CANDIDATE_FN, kwargs, self._timing().timeout_s, device=device,
                    label=f"time {self.paths[i].stem} ({cand.label})", error_kind="error")
 

@@ -215,10 +215,12 @@ def _reference_setup(task, path, dev, tdtype, seed: int, inputs: str):
 
 def time_reference(path: str | Path, *, dtype: str | None = None, trials: Trials = DEFAULT_TRIALS,
                    warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED, compile: bool = False,
-                   device: int = 0, inputs: str = "auto", profile: bool = False) -> dict[str, Any]:
+                   device: int = 0, inputs: str = "auto", profile: bool = False,
+                   energy: bool = False) -> dict[str, Any]:
     """Time the task's ``Model`` (and ``torch.compile(Model)`` with ``compile``) on ``device``.
     ``profile`` (``--ops``): then one more run under the profiler, each kernel mapped to its op
-    (``kernel_profile``, :mod:`.kernel_profile`).
+    (``kernel_profile``, :mod:`.kernel_profile`). ``energy`` (``--energy``): then its energy per
+    call over an NVML counter window (``energy``, :func:`~roofline_ext.measure.energy.measure_call_energy`).
 
     Returns ``t_ref_ms``, ``reference`` (the timing statistics), the device, dtype, seed and where
     the inputs were made; with ``compile`` also ``t_compile_ms``, ``compiled`` and
@@ -237,6 +239,11 @@ def time_reference(path: str | Path, *, dtype: str | None = None, trials: Trials
                 from .kernel_profile import profile_reference
 
                 result["kernel_profile"] = profile_reference(lambda: model(*args), model, device, flush)
+            if energy:
+                from ..measure.energy import measure_call_energy
+
+                result["energy"] = measure_call_energy(lambda: model(*args), device=device,
+                                                       call_ms=result["t_ref_ms"], flush=flush)
             if compile:
                 result.update(_time_compiled(task, model, args, ref_out, tol, device, trials, warmup, flush))
         return result
@@ -296,7 +303,7 @@ def time_compiled(path: str | Path, *, dtype: str | None = None, trials: Trials 
 def time_candidate(path: str | Path, *, new: str | Path | None = None, dtype: str | None = None,
                    trials: Trials = DEFAULT_TRIALS, warmup: int = DEFAULT_WARMUP, seed: int = DEFAULT_SEED,
                    device: int = 0, inputs: str = "auto", correct_trials: int = 5, judge: str = "strict",
-                   judge_seed: int | None = None) -> dict[str, Any]:
+                   judge_seed: int | None = None, energy: bool = False) -> dict[str, Any]:
     """Judge a candidate (``ModelNew`` of ``new``, or of the task file) against the task's ``Model``
     and time it when it is correct (:mod:`roofline_ext.judge.protocol`: correctness sets, checks
     inside the timed loop, the all-stream measure, the fingerprint around it all).
@@ -323,7 +330,8 @@ def time_candidate(path: str | Path, *, new: str | Path | None = None, dtype: st
     t0 = time.perf_counter()
     try:
         result = _judged(task, path, new, dev, tdtype, seed, inputs, correct_trials, judge, judge_seed,
-                         lambda j, cand, args: _timed_and_seen(j, cand, args, time_fn, trials, warmup, flush, device))
+                         lambda j, cand, args: _timed_and_seen(j, cand, args, time_fn, trials, warmup, flush, device,
+                                                               energy))
         # Where the job's time went: the timed loop (what any harness spends) and the rest
         # (loading, building, the judge: its input sets, references, fingerprints and checks).
         result["job_s"], result["timed_loop_s"] = time.perf_counter() - t0, loop_s[0]
@@ -390,13 +398,22 @@ def _judged(task, path, new, dev, tdtype, seed: int, inputs: str, correct_trials
             unload_candidate()
 
 
-def _timed_and_seen(judge, candidate, args, time_fn, trials: Trials, warmup: int, flush, device: int):
+def _timed_and_seen(judge, candidate, args, time_fn, trials: Trials, warmup: int, flush, device: int,
+                    energy: bool = False):
     """The timed loop with its checked trials, then the all-stream measure of the same calls. The
     judge picks its checked trials among the fewest an adaptive run makes (``fewest_trials``), so a
-    run that stops early never skips a check."""
+    run that stops early never skips a check. ``energy``: a candidate still correct after all that
+    has its energy per call measured as the reference's is (its calls in candidate code)."""
     timing = judge.timed(candidate, args, time_fn, trials=fewest_trials(trials), warmup=warmup, flush=flush)
     if timing is not None and judge.new_values(candidate, args, timing["median_ms"], flush):
         judge.all_streams(candidate, args, timing["median_ms"], device)
+    if energy and timing is not None and judge.judgement().scored:
+        from ..measure.energy import measure_call_energy
+
+        measured = judge.guarded_call("the energy window", lambda: measure_call_energy(
+            lambda: candidate(*args), device=device, call_ms=timing["median_ms"], flush=flush))
+        if measured is not None:
+            timing = {**timing, "energy": measured}
     return timing
 
 

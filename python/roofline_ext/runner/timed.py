@@ -55,10 +55,12 @@ def candidate_record(candidate: str, sample: int | None, value: Mapping[str, Any
         judgement = {"verdict": (Verdict.CORRECT if ok else Verdict.INCORRECT).value,
                      "reason": None if ok else (value.get("correctness") or {}).get("reason")}
     correct = judgement["verdict"] == Verdict.CORRECT.value
+    timing = dict(value.get("candidate_timing") or {}) if correct else None
+    energy = timing.pop("energy", None) if timing else None  # --energy: beside the timing, as the task's
     return {**rec, "status": "ok", "correct": correct, "correctness": value.get("correctness"),
             "verdict": judgement["verdict"], "reason": judgement.get("reason"), "defence": judgement.get("defence"),
             "judgement": judgement, "t_new_ms": value.get("t_new_ms") if correct else None,
-            "timing": value.get("candidate_timing") if correct else None,
+            "timing": timing or None, "energy": energy,
             "job_s": value.get("job_s"), "timed_loop_s": value.get("timed_loop_s"),
             "judge_s": value.get("judge_s"), "phases_s": value.get("phases_s")}
 
@@ -96,6 +98,8 @@ def merge_timing(analyze: Callable[[float | None, float | None], dict[str, Any]]
     for rec in candidates:
         score_candidate(rec, roofs, t_ref)
     result["timing"] = dict(reference)
+    if "energy" in result["timing"]:  # --energy: the reference's energy per call, beside its time
+        result["energy"] = {"reference": result["timing"].pop("energy")}
     if reference.get("kernel_profile") is not None:
         from .kernel_profile import attach_profile
 

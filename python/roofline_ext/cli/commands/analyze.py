@@ -116,6 +116,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="auto: make get_inputs() tensors on the GPU where its factory calls allow (default); "
                    "cpu: make them on the CPU and copy, as the first versions did")
     t.add_argument("--compile", action="store_true", help="also time torch.compile(Model) (implies --time)")
+    t.add_argument("--energy", action="store_true",
+                   help="also measure each timed variant's energy per call over NVML's energy counter, a window "
+                   "of >= 1 s after its timing (implies --time; needs nvidia-ml-py; docs/energy.md)")
     t.add_argument("--trials", type=int, metavar="N",
                    help="exactly N timed trials per variant, as KernelBench times (default: adaptive, until "
                    "--precision is reached or --max-time is spent)")
@@ -185,7 +188,7 @@ def _check_output_paths(args: argparse.Namespace, paths: list[Path]) -> None:
 def run(args: argparse.Namespace) -> int:
     _fix_json_target(args)
     paths, batch = task_paths(args.targets)
-    if args.compile:
+    if args.compile or args.energy:
         args.time = True
     _check_run_options(args, paths, batch)
     _check_output_paths(args, paths)
@@ -223,6 +226,8 @@ def _check_run_options(args: argparse.Namespace, paths: list[Path], batch: bool)
         raise UserError("--new takes one task file, or with a folder of tasks a folder of candidates")
     if args.new and Path(args.new).is_dir() and args.isolation == "process":
         raise UserError("--new DIR needs the pool (leave out --isolation process)")
+    if args.energy and args.isolation == "process":
+        raise UserError("--energy needs the pool's timing worker (leave out --isolation process)")
     for flag, value, least in (("--trials", args.trials, 1), ("--jobs", args.jobs, 1),
                                ("--correct-trials", args.correct_trials, 1)):
         if value is not None and value < least:
@@ -272,7 +277,7 @@ def _options(args: argparse.Namespace, gpu: GpuChoice, paths: list[Path]) -> Bat
                                max_time_s=args.max_time or DEFAULT_MAX_TIME_S, compile=args.compile,
                                devices=(args.device,),
                                inputs=args.inputs, correct_trials=args.correct_trials,
-                               timeout_s=args.timeout or DEFAULT_TIME_TIMEOUT_S)
+                               timeout_s=args.timeout or DEFAULT_TIME_TIMEOUT_S, energy=args.energy)
     l2 = None
     if args.ops and args.time:
         from ...runner.kernel_profile import l2_figure
@@ -430,6 +435,7 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
                          _candidate_line(c)))
         if timing.get("t_compile_ms") is not None:
             rows.append(("torch.compile", f"{timing['t_compile_ms']:.4g} ms median"))
+        rows += _energy_rows(result)
     ops = [(name, v) for name, v in (result.get("by_op") or {}).items() if v["flops"] or v["simt_flops"]]
     if ops:
         rows.append(("top ops", ", ".join(f"{name} x{v['calls']}" for name, v in ops[:5])))
@@ -440,6 +446,30 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
     for note in result.get("notes") or []:
         lines.append(f"  note: {note}")
     return "\n".join(lines)
+
+
+def _energy_rows(result: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``--energy``: the reference's (and each correct candidate's) energy per call, or why not."""
+    rows = []
+    ref = (result.get("energy") or {}).get("reference")
+    named = [("energy", ref)] if ref is not None else []
+    cands = result.get("candidates") or ()
+    named += [(f"energy ({'yours' if len(cands) == 1 else c.get('sample') or c['candidate']})", c["energy"])
+              for c in cands if c.get("energy") is not None]
+    for label, e in named:
+        rows.append((label, energy_text(e)))
+    return rows
+
+
+def energy_text(e: Mapping[str, Any]) -> str:
+    """One energy figure in words: J per call above idle and in all, the power, the window."""
+    if e.get("error"):
+        return f"not measured: {e['error']}"
+    rel = e.get("relative_uncertainty")
+    unc = f" ±{rel:.0%}" if rel is not None else f" (±{e['uncertainty_above_idle_j'] * 1e3:.3g} mJ: too small to read)"
+    flush = ", L2 flush included" if e.get("includes_flush") else ""
+    return (f"{e['j_per_call_above_idle'] * 1e3:.4g} mJ per call above idle{unc} ({e['j_per_call_total'] * 1e3:.4g} mJ "
+            f"in all; {e['power_w']:.0f} W, idle {e['idle_w']:.0f} W; {e['calls']} calls in {e['window_s']:.2f} s{flush})")
 
 
 def _roofs_table(result: Mapping[str, Any], timing: bool) -> list[str]:
