@@ -41,7 +41,7 @@ def main() -> None:
     (OUT / "older" ).mkdir(exist_ok=True)
     (OUT / "older" / "check-gpu-node-01-gpu0-yesterday.json").write_text(json.dumps(old, indent=1) + "\n")
     from roofline_ext.check.result import CheckReport
-    from roofline_ext.check.verdict import Verdict
+    from roofline_ext.check.outcome import Verdict
 
     none = CheckReport(Verdict.UNKNOWN, "no GPU can be checked here: the NVIDIA driver is installed but no GPU "
                        "is visible (fixture)", (), {"available": False, "reason": "no_device"},

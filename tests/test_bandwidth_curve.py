@@ -53,7 +53,7 @@ def test_l2_result_json_has_the_curve_and_plateaus():
 
 
 def test_calibration_l2_entry_carries_the_plateaus():
-    run = importlib.import_module("roofline_ext.calibration.run")
+    run = importlib.import_module("roofline_ext.calibration.pipeline")
     p = bw.l2_plateaus(CURVE, L2)
     e = run._l2_entry(bw.L2Result(L2, CURVE, bw.l2_plateau(CURVE, L2), None, near=p["near"], far=p["far"]))
     assert e["value"] == 10.1  # l2_bandwidth_tbps keeps its rule

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline_ext.calibration import run as cal_run
+from roofline_ext.calibration import pipeline as cal_run
 from roofline_ext.calibration.sustained import sustain
 from roofline_ext.peaks import cache as cb
 from roofline_ext.peaks.units import ENTRY_KEYS, peak_label
@@ -586,7 +586,7 @@ def fake_gpu(monkeypatch):
     """A fake H200 (index 0): returns a dict of knobs the test may change first, with
     ``knobs["calibrate"]``, ``calibrate`` bound to the fake backend.
 
-    The CLI cannot be handed a backend, so for the CLI tests the one seam ``calibration.run.
+    The CLI cannot be handed a backend, so for the CLI tests the one seam ``calibration.pipeline.
     NativeBackend`` yields the fake, and the device layer's listing answers with the fake devices.
     """
     import importlib

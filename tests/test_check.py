@@ -13,7 +13,7 @@ from check_fakes import FakeCheckBackend, core_error, healthy_state
 from roofline_ext.check import run as check_run
 from roofline_ext.check.run import calibrated_value, hbm_buffer_bytes, plan, run_check
 from roofline_ext.check.tolerances import DEFAULT_TOLERANCES, parse_tolerances
-from roofline_ext.check.verdict import EXIT_CODES, Verdict, compare, worst
+from roofline_ext.check.outcome import EXIT_CODES, Verdict, compare, worst
 from roofline_ext.device.health import ComputeProcess
 from roofline_ext.errors import UserError
 
@@ -243,7 +243,7 @@ def test_nvml_missing_is_unknown_state():
 @pytest.fixture
 def fake_native(monkeypatch):
     b = FakeCheckBackend()
-    from roofline_ext.check import native
+    from roofline_ext.check import native_backend as native
 
     monkeypatch.setattr(native, "NativeCheckBackend", lambda: b)
     return b

@@ -8,7 +8,7 @@ import pytest
 
 from roofline_ext.device.health import from_nvml, read_health
 from roofline_ext.measure.hostlink import direction_result, gbps, link_warnings
-from roofline_ext.peaks.hostlink import C2C_GBPS_PER_DIRECTION, host_link, pcie_gbps
+from roofline_ext.peaks.link_rate import C2C_GBPS_PER_DIRECTION, host_link, pcie_gbps
 
 
 @pytest.mark.parametrize("gen,width,expected", [(3, 16, 15.754), (4, 16, 31.508), (5, 16, 63.015), (5, 8, 31.508),
@@ -93,7 +93,7 @@ def test_read_health_without_nvml_says_why():
 
 
 def test_calibration_hostlink_section_and_table_rows():
-    from roofline_ext.calibration.run import hostlink_entries
+    from roofline_ext.calibration.pipeline import hostlink_entries
     from roofline_ext.measure.hostlink import HostLinkResult
     from roofline_ext.report.calibration_table import hostlink_rows
 
@@ -110,7 +110,7 @@ def test_calibration_hostlink_section_and_table_rows():
 def test_calibrate_measures_the_host_link_when_the_backend_can(monkeypatch):
     """The calibration calls the backend's measure_hostlink (the native one has it) and keeps the
     section out of the roofline peaks."""
-    from roofline_ext.calibration import run as cal_run
+    from roofline_ext.calibration import pipeline as cal_run
     from roofline_ext.measure.hostlink import HostLinkResult
 
     link = host_link(gen=5, width=16, max_gen=5, max_width=16)

@@ -301,7 +301,7 @@ def test_every_kernel_verifies_beside_a_load_and_faults_still_fail(kind):
 def test_real_wrong_data_fails_though_the_card_is_busy():
     """A check whose BF16 verification really fails (the core's corrupted-operand injection) is FAIL,
     exit 5, beside the mixed load: busy never excuses wrong data."""
-    from roofline_ext.check.native import NativeCheckBackend
+    from roofline_ext.check.native_backend import NativeCheckBackend
     from roofline_ext.check.run import run_check
 
     core = _core()

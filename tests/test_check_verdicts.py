@@ -17,7 +17,7 @@ from check_fakes import FakeCheckBackend, core_error, healthy_state
 from roofline_ext.check.run import ORDER, run_check
 from roofline_ext.check.state import BUSY_UTILIZATION_PCT, situation_of
 from roofline_ext.check.tolerances import DEFAULT_TOLERANCES, SPREAD_FRACTION, parse_tolerances, spread_bound
-from roofline_ext.check.verdict import Situation, Verdict, judge_metric, settle
+from roofline_ext.check.outcome import Situation, Verdict, judge_metric, settle
 from roofline_ext.device.health import ComputeProcess
 
 #: Another process, as NVML and /proc would name it (fixture).
@@ -240,7 +240,7 @@ def test_progress_counts_every_metric_of_every_gpu():
 @pytest.fixture
 def fake_native(monkeypatch):
     b = SharedCardBackend(figures=LOADED, start_procs=(LOAD,))
-    from roofline_ext.check import native
+    from roofline_ext.check import native_backend as native
 
     monkeypatch.setattr(native, "NativeCheckBackend", lambda: b)
     return b

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline_ext.calibration.run import calibrate
+from roofline_ext.calibration.pipeline import calibrate
 from roofline_ext.peaks import cache as cb
 from roofline_ext.device.status import availability
 from roofline_ext.cli import main

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from roofline_ext.check.fleet import load_dir, summarize_fleet
-from roofline_ext.check.verdict import Verdict
+from roofline_ext.check.stragglers import load_dir, summarize_fleet
+from roofline_ext.check.outcome import Verdict
 from roofline_ext.errors import UserError
 
 FIXTURE = Path(__file__).parent / "data" / "fleet-h200-fixture"
@@ -163,7 +163,7 @@ def test_fleet_on_a_real_local_cluster(local_cluster, capsys, tmp_path):
 
 
 def test_checks_of_one_gpu_add_up_on_the_critical_path():
-    from roofline_ext.check.fleet import FleetReport
+    from roofline_ext.check.stragglers import FleetReport
 
     results = ({"uuid": "GPU-a", "wall_s": 2.0}, {"uuid": "GPU-a", "wall_s": 2.5}, {"uuid": "GPU-b", "wall_s": 3.0},
                {"uuid": None, "wall_s": 1.0}, {"uuid": None, "wall_s": None})

@@ -22,7 +22,7 @@ import pytest
 import torch
 
 from roofline_ext.cli import main
-from roofline_ext.runner import channel, fingerprint, jobs, pool as pool_mod, state
+from roofline_ext.runner import channel, fingerprint, jobs, pool as pool_mod, process_state
 from roofline_ext.runner.pool import Job, Pool, capped_jobs
 from roofline_ext.tasks.loading import exec_source_module, load_task
 from test_runner_fakes import install_fake_backend, write
@@ -296,9 +296,9 @@ def _cpu_time(fn) -> float:
 def test_snapshot_of_a_worker_ignores_what_its_own_reset_rebinds():
     from roofline_ext.runner import compiling
 
-    before = state.snapshot(renew=compiling.reset)
+    before = process_state.snapshot(renew=compiling.reset)
     compiling.reset()  # as after every job
-    assert state.changes(before) == []
+    assert process_state.changes(before) == []
 
 
 def test_reply_encoder_is_json_dumps_and_survives_its_replacement(monkeypatch):

@@ -191,7 +191,7 @@ def test_mix_point_with_nothing_that_ran_is_an_error():
 
 
 def test_calibration_entry_holds_the_envelope(mix_core):
-    run = importlib.import_module("roofline_ext.calibration.run")
+    run = importlib.import_module("roofline_ext.calibration.pipeline")
     r = bw.measure_mix(0, 4 * GiB, known={"read": _pattern("read", 4.71)}, reps=5)
     e = run._mix_entry(r, 4.8144)
     assert e["points"] == r.envelope() and e["value"] == e["points"]["1:1"]

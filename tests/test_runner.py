@@ -18,7 +18,7 @@ import pytest
 import torch  # noqa: F401  (the workers need it; CI has it)
 
 from roofline_ext.cli import main
-from roofline_ext.runner import jobs, state
+from roofline_ext.runner import jobs, process_state
 from roofline_ext.runner.pool import Job, Pool
 from test_runner_fakes import (GOOD, MISBEHAVING, comparable, good_tasks, install_fake_backend,
                                misbehaving_tasks, write)
@@ -152,8 +152,8 @@ def test_timing_worker_that_cannot_start_fails_its_jobs_with_the_reason(tmp_path
 
 
 def test_snapshot_sees_every_kind_of_change():
-    before = state.snapshot()
-    assert state.changes(before) == []
+    before = process_state.snapshot()
+    assert process_state.changes(before) == []
     old_cwd, old_matmul = os.getcwd(), torch.matmul
     old_int = signal.getsignal(signal.SIGINT)
     old_bench = torch.backends.cudnn.benchmark
@@ -167,7 +167,7 @@ def test_snapshot_sees_every_kind_of_change():
         torch.matmul = lambda a, b: a
         torch.backends.cudnn.benchmark = not old_bench
         t.start()
-        reasons = " | ".join(state.changes(before))
+        reasons = " | ".join(process_state.changes(before))
     finally:
         os.chdir(old_cwd)
         signal.signal(signal.SIGINT, old_int)
@@ -178,7 +178,7 @@ def test_snapshot_sees_every_kind_of_change():
     for needle in ("working directory changed to /", "signal handlers changed: SIGINT", "patched: torch.matmul",
                    "cuDNN benchmark", "non-daemon thread(s) still running: left-behind"):
         assert needle in reasons
-    assert state.changes(before) == []
+    assert process_state.changes(before) == []
 
 
 # --- one batch, every misbehaviour ---------------------------------------------------------------------

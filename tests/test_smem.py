@@ -96,7 +96,7 @@ def test_measure_smem_flags_launches_whose_own_clock_fell(fake_smem):
 
 
 def test_calibration_entry(fake_smem):
-    run = importlib.import_module("roofline_ext.calibration.run")
+    run = importlib.import_module("roofline_ext.calibration.pipeline")
     e = run._smem_entry(sm.measure_smem(0))
     assert e["label"] == "Shared memory" and e["unit"] == "TB/s"
     assert e["clock_derived"] == pytest.approx(sm.smem_ceiling_tbps(132, 1980.0))
@@ -108,7 +108,7 @@ def test_calibration_entry(fake_smem):
 def test_full_calibration_carries_smem_and_mix_entries_but_no_new_peaks(monkeypatch, tmp_path):
     """A backend that measures shared memory and the mix: the entries are cached, the peaks stay the roofs."""
     tests = importlib.import_module("test_calibration")
-    run = importlib.import_module("roofline_ext.calibration.run")
+    run = importlib.import_module("roofline_ext.calibration.pipeline")
 
     knobs = {"devices": [tests.fake_device()], "nvml": {"compute_processes": 1}, "calls": [], "reasons": (),
              "unsupported": set(), "fake_compute": tests.fake_compute, "fake_bandwidth": tests.fake_bandwidth}

@@ -41,7 +41,7 @@ _EXPORTS = {
     "count_task": "tasks.counting",
     "measure_bandwidth": "measure.bandwidth",
     "measure_compute": "measure.compute",
-    "calibrate": "calibration.run",
+    "calibrate": "calibration.pipeline",
     "analyze_task": "runner.analyze",
     "judge_kernel": "runner.judging",
     "Judgement": "model.verdict",

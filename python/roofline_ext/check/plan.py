@@ -43,7 +43,7 @@ class CheckProgress(Protocol):
 
 
 class CheckBackend(Protocol):
-    """The calls a check makes; :class:`~roofline_ext.check.native.NativeCheckBackend` is the real one."""
+    """The calls a check makes; :class:`~roofline_ext.check.native_backend.NativeCheckBackend` is the real one."""
 
     def availability(self) -> Any: ...
     def devices(self) -> list[Any]: ...

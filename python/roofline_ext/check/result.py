@@ -5,7 +5,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .verdict import EXIT_CODES, EXIT_NO_GPU, IDLE, MetricCheck, Situation, StateItem, Verdict
+from .outcome import EXIT_CODES, EXIT_NO_GPU, IDLE, MetricCheck, Situation, StateItem, Verdict
 
 #: Bumped when the JSON layout of a check changes incompatibly (fleet --from refuses others).
 CHECK_SCHEMA_VERSION = 1

@@ -14,7 +14,7 @@ the device state is read: before the measurements (clock-event reasons, processe
 temperature, before this process has a CUDA context there) and after them (error counters, the
 PCIe link, processes again). Another process on the GPU at either reading (or a busy GPU before
 the check) makes the GPU *busy*: its figures are shared and a shortfall is not held against the
-card unless ``strict`` (check/verdict.py, ``settle``); a figure whose spread exceeds its bound is
+card unless ``strict`` (check/outcome.py, ``settle``); a figure whose spread exceeds its bound is
 *noisy* and never a PASS.
 
 What measures is a backend object, so tests run the whole flow with a fake one and no GPU.
@@ -33,7 +33,7 @@ from .plan import (COMPUTE_REPS, COMPUTE_TARGET_MS, COMPUTE_WARMUP, HBM_MIN_BYTE
 from .result import CheckReport, DeviceCheck
 from .state import situation_of, state_items
 from .tolerances import DEFAULT_TOLERANCES, spread_bound
-from .verdict import IDLE, MetricCheck, Situation, Verdict, failed_metric, judge_metric, summary_reason, worst
+from .outcome import IDLE, MetricCheck, Situation, Verdict, failed_metric, judge_metric, summary_reason, worst
 
 
 # --- what to compare with (pure) ---------------------------------------------------------------
@@ -59,7 +59,7 @@ def _positive(v: Any) -> float | None:
 def healthy_link_gbps(link: Any) -> float | None:
     """The rate the host link should have: a PCIe link at the most both ends support (so a link that
     trained down shows in the h2d/d2h verdicts too, not only in the state), else the link as it is."""
-    from ..peaks.hostlink import pcie_gbps
+    from ..peaks.link_rate import pcie_gbps
 
     if link.kind == "pcie":
         return pcie_gbps(link.max_gen or link.gen, link.max_width or link.width) or link.theoretical_gbps
@@ -188,7 +188,7 @@ def run_check(device: str | int = "0", *, tolerances: Mapping[str, float] | None
     GPU (the report is then UNKNOWN with the reason). Raises UserError for a bad index. ``strict``:
     a GPU another process shares is judged on its figures as measured (normally they are "busy")."""
     if backend is None:
-        from .native import NativeCheckBackend
+        from .native_backend import NativeCheckBackend
 
         backend = NativeCheckBackend()
     t0 = time.monotonic()

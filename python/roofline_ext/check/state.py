@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from ..peaks.hostlink import HostLink
+from ..peaks.link_rate import HostLink
 from ..peaks.record import CalibrationRecord
-from .verdict import IDLE, Situation, StateItem, Verdict
+from .outcome import IDLE, Situation, StateItem, Verdict
 
 #: Clock-event reasons that slow a card for reasons other than its workload: thermal, the board's
 #: own slowdown signal, the chassis power brake. The software power cap is how a busy 700 W part

@@ -440,8 +440,8 @@ def measure_call_energy(fn: Callable[[], object], *, device: int, call_ms: float
     if sync is None:
         import torch
 
-        def sync() -> object:
-            return torch.cuda.synchronize(device)
+        def sync() -> None:
+            torch.cuda.synchronize(device)
 
     own = reader is None
     try:

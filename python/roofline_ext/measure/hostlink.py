@@ -7,7 +7,7 @@ comparison for d2h). This module holds the policy:
 - the size: 256 MiB per copy, long enough (about 4 ms on PCIe Gen 5 x16, 0.6 ms on NVLink-C2C) that
   event resolution and the copy's set-up are noise, small enough to pin in well under a second;
 - the figure: the median of the repetitions in GB/s (10^9 bytes/s), with best and CV beside it;
-- the link it ran over and its theoretical rate (``peaks/hostlink.py``): read *after* the copies,
+- the link it ran over and its theoretical rate (``peaks/link_rate.py``): read *after* the copies,
   because an idle PCIe link may train down to save power and would look degraded before them;
 - a figure above the link's theoretical rate is kept but warned about: NVML can misreport the link
   (a C2C part seen as PCIe), so it is not treated as a measurement bug the way HBM figures are.
@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from ..errors import UserError
-from ..peaks.hostlink import HostLink, host_link
+from ..peaks.link_rate import HostLink, host_link
 
 DEFAULT_BYTES = 256 << 20
 DEFAULT_REPS = 20

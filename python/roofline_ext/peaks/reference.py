@@ -30,7 +30,7 @@ METRIC_LABELS: dict[str, str] = {
 DATASHEET_FRACTIONS: dict[str, float] = {"hbm_read": 0.93, "hbm_copy": 0.87, "fp32": 0.95, "bf16": 0.92}
 _DATASHEET_KEYS = {"hbm_read": "bandwidth_tbps", "hbm_copy": "bandwidth_tbps", "fp32": "fp32", "bf16": "bf16"}
 
-#: Of the link's theoretical rate (peaks/hostlink.py), what pinned copies reach on a healthy link:
+#: Of the link's theoretical rate (peaks/link_rate.py), what pinned copies reach on a healthy link:
 #: packet headers and flow control take 10-15% of PCIe, so 0.85 of the line rate is a healthy card.
 HOSTLINK_FRACTION = 0.85
 

@@ -108,7 +108,7 @@ ANALYSIS_SHAPE = {"task": str, "path": str, "gpu": str, "sku": str, "status": st
 
 def _shape_problem(kind: str, doc: Mapping[str, Any]) -> str | None:
     """Where a document departs from the shape its section reads (None when it does not)."""
-    from ..check.fleet import CHECK_SHAPE, FLEET_SHAPE
+    from ..check.stragglers import CHECK_SHAPE, FLEET_SHAPE
     from ..peaks.record import SHAPE as CALIBRATION_SHAPE
 
     spec = {"calibration": CALIBRATION_SHAPE, "check": CHECK_SHAPE, "fleet": FLEET_SHAPE,

@@ -2,7 +2,7 @@
 
 A counting worker gets one task and exits, unless the pool reuses counting workers
 (``Pool(reuse_counting=True)``); then the process state a task could change is compared in
-:mod:`roofline_ext.runner.state`. What is left here is
+:mod:`roofline_ext.runner.process_state`. What is left here is
 memory: a task that keeps large tensors alive (in a cache of some module, say) would make every
 later task in the worker run with less, so a worker that has grown by more than
 :data:`GROWTH_LIMIT_BYTES` since it started is replaced.

@@ -10,7 +10,7 @@ The engine is Dask distributed, the layout dask-cuda's: one worker per GPU, its
    see the same physical GPU (same UUID) are chained so that they take turns;
 3. each task runs ``python -m roofline_ext.cli check --device N --json`` in a fresh process, so the
    check's CUDA context ends with it and a crash is that task's result, not the worker's death;
-4. gathers the JSON and summarizes it (check/fleet.py: per-SKU medians, spread, stragglers).
+4. gathers the JSON and summarizes it (check/stragglers.py: per-SKU medians, spread, stragglers).
 
 A worker that sees no GPU still runs one task: its check reports UNKNOWN and why.
 
@@ -35,7 +35,7 @@ import time
 import urllib.parse
 from typing import Any, Mapping, Sequence
 
-from ..check.fleet import DEFAULT_STRAGGLER_FRACTION, FleetReport, summarize_fleet
+from ..check.stragglers import DEFAULT_STRAGGLER_FRACTION, FleetReport, summarize_fleet
 from ..errors import UserError
 
 #: Seconds one check may take on a worker (start-up included) before its task gives up.
@@ -270,7 +270,7 @@ def run_fleet(scheduler: str, *, tolerances: Sequence[str] = (), straggler_fract
 
 def fleet_from_dir(directory: str, *, straggler_fraction: float = DEFAULT_STRAGGLER_FRACTION) -> FleetReport:
     """Summarize check results produced any other way (a Slurm job array, files copied by hand)."""
-    from ..check.fleet import load_dir
+    from ..check.stragglers import load_dir
 
     docs, ignored = load_dir(directory)
     summary = summarize_fleet(docs, straggler_fraction=straggler_fraction, ignored=ignored)

@@ -34,7 +34,7 @@ import time
 import traceback
 from typing import Any, Callable
 
-from . import channel, compiling, state
+from . import channel, compiling, process_state
 
 
 def _resolve(name: str) -> Callable[..., Any]:
@@ -109,7 +109,7 @@ def serve_once(sock: socket.socket) -> None:
 
 def serve_persistent(sock: socket.socket, backend_name: str, device: Any, prepare: str | None = None) -> None:
     send, run, recv, decode, forget, changes, check = (_sender(sock), run_job, channel.recv_frame, channel.decode_job,
-                                                       _forget_compiled, state.changes, _backend_check)
+                                                       _forget_compiled, process_state.changes, _backend_check)
     backend = importlib.import_module(backend_name)
     setup = run_job({"fn": f"{backend_name}:setup", "kwargs": {"device": device}, "error_kind": "setup"})
     if setup["ok"] and prepare:
@@ -126,7 +126,7 @@ def serve_persistent(sock: socket.socket, backend_name: str, device: Any, prepar
     # one-time work of its own (seen on the H200: operators registered after the first job of a
     # run without --compile), which must not read as a change the job made.
     forget()
-    before = state.snapshot(renew=forget)
+    before = process_state.snapshot(renew=forget)
     while True:
         frame = recv(sock)
         if frame is None:  # the runner closed the channel: done

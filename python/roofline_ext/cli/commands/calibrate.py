@@ -313,7 +313,7 @@ def _show(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.show:
         return _show(args)
-    from ...calibration.run import DEFAULT_SUSTAINED_S, FULL_BUDGET_S, calibrate
+    from ...calibration.pipeline import DEFAULT_SUSTAINED_S, FULL_BUDGET_S, calibrate
     from ...peaks.cache import load, save
 
     sustained_s = DEFAULT_SUSTAINED_S if args.sustained is None else args.sustained

@@ -68,7 +68,7 @@ def _print(doc: Mapping[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ...check.fleet import DEFAULT_STRAGGLER_FRACTION
+    from ...check.stragglers import DEFAULT_STRAGGLER_FRACTION
     from ...check.tolerances import parse_tolerances
     from ...report.outputs import check_outputs
     from ...report.writers import emit_json

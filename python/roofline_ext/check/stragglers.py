@@ -27,7 +27,7 @@ from ..inputs import read_json
 from ..peaks.reference import CHECK_METRICS, METRIC_LABELS
 from ..schema import NUMBER, OneOf, check
 from .result import CHECK_KIND, CHECK_SCHEMA_VERSION
-from .verdict import EXIT_CODES, Verdict, worst
+from .outcome import EXIT_CODES, Verdict, worst
 
 DEFAULT_STRAGGLER_FRACTION = 0.95
 FLEET_KIND = "roofline_ext.fleet"
