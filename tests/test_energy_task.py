@@ -78,3 +78,62 @@ def test_energy_without_the_pool_is_a_one_line_error(capsys):
     rc = cli.main(["analyze", task, "--energy", "--isolation", "process", "--gpu", "H200"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "--energy needs the pool" in err[0], err
+
+
+def _costs_doc():
+    from roofline_ext.model.energy import COMPUTE_KEYS, HBM_KEYS, EnergyCost, lowest_costs
+
+    costs = [EnergyCost(k, 1e-12, 1e-14, f"test {k}") for k in COMPUTE_KEYS]
+    costs += [EnergyCost(k, 1.2e-10, 1e-12, f"test {k}") for k in HBM_KEYS]
+    return {"date": "2026-12-02", "costs": lowest_costs(costs, idle_w=78.0).to_dict()}
+
+
+def test_energy_costs_round_trip_and_bad_files_are_one_line(tmp_path, capsys):
+    import json
+
+    from roofline_ext import cli
+    from roofline_ext.cli.commands.analyze import _energy_costs
+    from roofline_ext.errors import UserError
+
+    good = tmp_path / "energy.json"
+    good.write_text(json.dumps(_costs_doc()))
+    costs = _energy_costs(str(good))
+    assert costs.require("hbm_read").j_per_unit == 1.2e-10 and costs.idle_w == 78.0
+    for text, words in (("{", "not JSON"), ('{"costs": {"costs": {"bf16": {"key": "bf16"}}}}', "has no 'j_per_unit'"),
+                        ('[1, 2]', "a 'costs' mapping")):
+        bad = tmp_path / "bad.json"
+        bad.write_text(text)
+        with pytest.raises(UserError, match=words):
+            _energy_costs(str(bad))
+    task = str(Path(__file__).resolve().parents[1] / "examples" / "gelu_chain.py")
+    rc = cli.main(["analyze", task, "--energy-costs", str(good), "--gpu", "H200"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "--energy-costs is for --energy" in err[0], err
+
+
+def test_a_measured_call_is_held_against_its_energy_floor():
+    from roofline_ext.cli.commands.analyze import _energy_rows
+    from roofline_ext.model.energy import EnergyCosts
+    from roofline_ext.model.gpu import resolve_gpu
+    from roofline_ext.runner.analyze import analyze_task
+    from roofline_ext.runner.timed import attach_energy_floor
+
+    task = Path(__file__).resolve().parents[1] / "examples" / "gelu_chain.py"
+    result = analyze_task(task, resolve_gpu("H200"), None, t_ref_ms=1.0)
+    board = FakeBoard(interval=0.1)
+    e = measure_call_energy(lambda: board.advance(0.001, 500.0), device=0, call_ms=1.0, reader=board,
+                            sync=lambda: None, clock=board.clock, sleep=board.sleep)
+    result["energy"] = {"reference": e}
+    costs = EnergyCosts.from_dict(_costs_doc()["costs"])
+    attach_energy_floor(result, costs)
+    floor = result["energy"]["floor"]
+    # the floor is the counts at the costs: every compulsory byte at 120 pJ, the SIMT FLOPs at 1 pJ
+    assert floor["e_min_j"] == pytest.approx(result["bytes"] * 1.2e-10 + result["simt_flops"] * 1e-12, rel=1e-9)
+    assert e["fraction_of_floor"] == pytest.approx(floor["e_min_j"] / e["j_per_call_above_idle"])
+    assert e["below_floor"] is (e["fraction_of_floor"] > 1)
+    rows = dict(_energy_rows(result))
+    assert "of it" in rows["energy"] and "mJ per call above idle" in rows["energy floor"]
+    # a cost the task needs but nobody measured: the floor says so in one line, the energy stays
+    del result["energy"]["floor"]
+    attach_energy_floor(result, EnergyCosts(costs={}))
+    assert result["energy"]["floor_error"].startswith("no measured energy per FLOP for fp32")

@@ -38,7 +38,7 @@ import math
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from ..errors import RooflineError, UserError
 
@@ -242,6 +242,16 @@ class EnergyMeasurement:
         d["intervals"] = self.intervals
         d["relative_uncertainty"] = self.relative_uncertainty
         return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> EnergyMeasurement:
+        """The record again from :meth:`to_dict` (which a worker's reply carries), the derived keys
+        and anything a caller added beside them left out."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        missing = names - set(d)
+        if missing:
+            raise UserError(f"an energy measurement without {', '.join(sorted(missing))}")
+        return cls(**{k: d[k] for k in names})
 
     @classmethod
     def from_window(cls, *, calls: int, window_s: float, window_j: float, idle_w: float, idle_window_s: float,

@@ -194,14 +194,34 @@ class EnergyCosts:
         cost = self.costs.get(key)
         if cost is None:
             have = ", ".join(sorted(self.costs)) or "none"
-            raise UserError(f"no measured energy per {_unit_word(key)} for {key} (have: {have}); calibrate "
-                            "its energy first")
+            raise UserError(f"no measured energy per {_unit_word(key)} for {key} (have: {have}); measure it "
+                            "first (benchmarks/energy_roofline.py; calibration does not measure energy yet)")
         return cost
 
     def to_dict(self) -> dict[str, Any]:
         return {"idle_w": self.idle_w, "costs": {k: c.to_dict() for k, c in self.costs.items()},
                 "considered": {k: [c.to_dict() for c in v] for k, v in self.considered.items()},
                 "note": LOWER_CLOCKS_NOTE}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> EnergyCosts:
+        """What :meth:`to_dict` wrote (benchmarks/energy_roofline.py's ``costs``), validated as
+        costs handed in are: a missing field or a bad number is one ``UserError`` line."""
+        if not isinstance(d, Mapping) or not isinstance(d.get("costs"), Mapping):
+            raise UserError("energy costs: expected an object with a 'costs' mapping (the benchmark's JSON)")
+
+        def cost(c: Any) -> EnergyCost:
+            if not isinstance(c, Mapping):
+                raise UserError(f"energy costs: each cost must be an object, got {type(c).__name__}")
+            try:
+                return EnergyCost(key=c["key"], j_per_unit=c["j_per_unit"], uncertainty=c["uncertainty"],
+                                  source=c["source"], origin=c.get("origin", "own"),
+                                  j_total_per_unit=c.get("j_total_per_unit"))
+            except KeyError as exc:
+                raise UserError(f"energy costs: a cost has no {exc.args[0]!r}") from None
+
+        considered = {k: tuple(cost(c) for c in v) for k, v in (d.get("considered") or {}).items()}
+        return cls(costs={k: cost(c) for k, c in d["costs"].items()}, idle_w=d.get("idle_w"), considered=considered)
 
 
 def lowest_costs(measured: Iterable[EnergyCost | EnergyKernel], idle_w: float | None = None) -> EnergyCosts:
@@ -257,7 +277,7 @@ def memory_energy(costs: EnergyCosts, nbytes: float, read_bytes: float | None = 
         return (), "no bytes"
     if not hbm:
         raise UserError("no measured energy per byte for any HBM pattern (hbm_read, hbm_write, hbm_copy); "
-                        "calibrate its energy first")
+                        "measure it first (benchmarks/energy_roofline.py; calibration does not measure energy yet)")
     cheapest = min(hbm.values(), key=lambda c: c.j_per_unit)
     if read_bytes is None or write_bytes is None or read_bytes + write_bytes <= 0:
         return (_term(cheapest, nbytes),), f"every byte at the cheapest measured HBM pattern ({cheapest.key})"

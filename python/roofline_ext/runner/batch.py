@@ -37,7 +37,7 @@ from .candidates import Candidate
 from .jobs import COUNT, GPU_BACKEND, TIME_CANDIDATE, TIME_REFERENCE
 from .pool import Job, Outcome, Pool, capped_jobs
 from .stop_signals import stop_on_signals, stopped_line
-from .timed import analyze_and_time, candidate_record, merge_judged, merge_timing
+from .timed import analyze_and_time, attach_energy_floor, candidate_record, merge_judged, merge_timing
 
 ISOLATIONS = ("pool", "fresh", "process")
 # What timing jobs run, by name, in the timing workers. Module-level so that tests can point them
@@ -107,6 +107,9 @@ class BatchOptions:
     # (one extra profiled run, runner.kernel_profile), held to its op's floor with this L2 figure.
     ops: bool = False
     l2_tbps: float | None = None
+    # --energy-costs: measured J per FLOP and per byte (model.energy.EnergyCosts), so each task's
+    # measured energy (--energy) is held against its energy floor.
+    energy_costs: Any = None
     # The judge (docs/scoring.md): "strict" or KernelBench's "kernelbench" comparison, and the seed
     # of its input sets (None: drawn once per run from the OS's entropy, and reported).
     judge: str = "strict"
@@ -345,6 +348,7 @@ class _Batch:
             reference.update(_compiled_part(comp))
         result = merge_timing(functools.partial(self._analyze, i, counts), reference, cands,
                               l2_tbps=self.opts.l2_tbps)
+        attach_energy_floor(result, self.opts.energy_costs)
         result["wall_s"], result["wall_parts_s"] = sum(walls.values()), walls
         replaced = list(ref.replaced) + (list(comp.replaced) if comp is not None else [])
         if replaced:

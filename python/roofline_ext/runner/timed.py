@@ -122,6 +122,35 @@ def merge_timing(analyze: Callable[[float | None, float | None], dict[str, Any]]
     return result
 
 
+def attach_energy_floor(result: dict[str, Any], costs: Any) -> None:
+    """``--energy`` with measured costs (``--energy-costs``): the task's energy floor per call
+    (``energy.floor``, :func:`~roofline_ext.model.energy.energy_floor_for` from the same counts and
+    roof as the time floor) and each measured variant against it (``fraction_of_floor``,
+    ``below_floor``: a call below its energy floor is flagged as a time below its time floor is).
+    A cost the task needs that was not measured is ``energy.floor_error``, one line."""
+    energy, typed = result.get("energy"), result.get("_result")
+    if not energy or typed is None or costs is None:
+        return
+    from ..errors import UserError
+    from ..measure.energy import EnergyMeasurement
+    from ..model.energy import energy_floor_for, task_energy
+
+    try:
+        floor = energy_floor_for(typed, costs, read_bytes=result.get("input_bytes", 0) + result.get("param_bytes", 0),
+                                 write_bytes=result.get("output_bytes"))
+    except UserError as exc:
+        energy["floor_error"] = str(exc)
+        return
+    energy["floor"] = floor.to_dict()
+    variants = [("reference", energy.get("reference"))]
+    variants += [(str(c.get("sample") or c["candidate"]), c.get("energy")) for c in result.get("candidates") or ()]
+    for label, e in variants:
+        if e and not e.get("error"):
+            te = task_energy(floor, EnergyMeasurement.from_dict(e), label=label)
+            e.update(fraction_of_floor=te.fraction, fraction_of_floor_total=te.fraction_total,
+                     below_floor=te.below_floor, below_floor_beyond_uncertainty=te.below_floor_beyond_uncertainty)
+
+
 def merge_judged(result: dict[str, Any], candidates: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """A counted task's result with its candidates' verdicts, judged without timing (no scores)."""
     if result.get("status") != "ok":

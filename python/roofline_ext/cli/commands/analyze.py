@@ -119,6 +119,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--energy", action="store_true",
                    help="also measure each timed variant's energy per call over NVML's energy counter, a window "
                    "of >= 1 s after its timing (implies --time; needs nvidia-ml-py; docs/energy.md)")
+    t.add_argument("--energy-costs", metavar="FILE",
+                   help="measured J per FLOP and per byte (the JSON of benchmarks/energy_roofline.py): hold each "
+                   "task's --energy against its energy floor")
     t.add_argument("--trials", type=int, metavar="N",
                    help="exactly N timed trials per variant, as KernelBench times (default: adaptive, until "
                    "--precision is reached or --max-time is spent)")
@@ -228,6 +231,8 @@ def _check_run_options(args: argparse.Namespace, paths: list[Path], batch: bool)
         raise UserError("--new DIR needs the pool (leave out --isolation process)")
     if args.energy and args.isolation == "process":
         raise UserError("--energy needs the pool's timing worker (leave out --isolation process)")
+    if args.energy_costs and not args.energy:
+        raise UserError("--energy-costs is for --energy (the costs a measured energy is held against)")
     for flag, value, least in (("--trials", args.trials, 1), ("--jobs", args.jobs, 1),
                                ("--correct-trials", args.correct_trials, 1)):
         if value is not None and value < least:
@@ -288,7 +293,31 @@ def _options(args: argparse.Namespace, gpu: GpuChoice, paths: list[Path]) -> Bat
                         count_timeout_s=args.timeout or DEFAULT_COUNT_TIMEOUT_S, timing=timing,
                         candidates=_candidates(args, paths), isolation=args.isolation, debug=args.debug,
                         ops=args.ops, l2_tbps=l2, judge=args.judge, judge_seed=args.judge_seed,
-                        verbose=args.verbose)
+                        verbose=args.verbose, energy_costs=_energy_costs(args.energy_costs))
+
+
+def _energy_costs(path: str | None) -> Any:
+    """``--energy-costs FILE``: the measured costs, from the energy benchmark's JSON (its ``costs``)
+    or a bare ``EnergyCosts`` document; a file that is not one is a one-line error, before any work."""
+    if path is None:
+        return None
+    import json
+
+    from ...model.energy import EnergyCosts
+
+    try:
+        doc = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the energy costs: {exc.strerror or exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: not JSON: {exc}") from None
+    inner = doc.get("costs") if isinstance(doc, dict) else None
+    if isinstance(inner, dict) and isinstance(inner.get("costs"), dict):
+        doc = inner  # the benchmark's document: its costs are one level down
+    try:
+        return EnergyCosts.from_dict(doc)
+    except UserError as exc:
+        raise UserError(f"{path}: {exc}") from None
 
 
 # --- one task ---------------------------------------------------------------------------------------
@@ -458,6 +487,13 @@ def _energy_rows(result: Mapping[str, Any]) -> list[tuple[str, str]]:
               for c in cands if c.get("energy") is not None]
     for label, e in named:
         rows.append((label, energy_text(e)))
+    energy = result.get("energy") or {}
+    if energy.get("floor"):
+        f = energy["floor"]
+        rows.append(("energy floor", f"{f['e_min_j'] * 1e3:.4g} mJ per call above idle (±{f['uncertainty_j'] * 1e3:.2g}; "
+                                     f"{f['compute_unit']} FLOPs, HBM bytes {f['memory_rule']})"))
+    elif energy.get("floor_error"):
+        rows.append(("energy floor", f"not given: {energy['floor_error']}"))
     return rows
 
 
@@ -468,8 +504,12 @@ def energy_text(e: Mapping[str, Any]) -> str:
     rel = e.get("relative_uncertainty")
     unc = f" ±{rel:.0%}" if rel is not None else f" (±{e['uncertainty_above_idle_j'] * 1e3:.3g} mJ: too small to read)"
     flush = ", L2 flush included" if e.get("includes_flush") else ""
+    floor = ""
+    if e.get("fraction_of_floor") is not None:
+        floor = f"; floor {e['fraction_of_floor']:.0%} of it" + (" (BELOW the energy floor)" if e.get("below_floor") else "")
     return (f"{e['j_per_call_above_idle'] * 1e3:.4g} mJ per call above idle{unc} ({e['j_per_call_total'] * 1e3:.4g} mJ "
-            f"in all; {e['power_w']:.0f} W, idle {e['idle_w']:.0f} W; {e['calls']} calls in {e['window_s']:.2f} s{flush})")
+            f"in all; {e['power_w']:.0f} W, idle {e['idle_w']:.0f} W; {e['calls']} calls in {e['window_s']:.2f} s{flush}"
+            f"{floor})")
 
 
 def _roofs_table(result: Mapping[str, Any], timing: bool) -> list[str]:
