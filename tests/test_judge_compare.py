@@ -420,3 +420,28 @@ def test_a_cache_keyed_on_the_version_counter_computes_on_every_timed_trial():
                          flush=lambda: None)
     assert timing is not None and judge.judgement().verdict.value == "correct"
     assert len(computed) == 14  # every call of the loop, warm-up included, computed
+
+
+def test_no_garbage_collection_between_a_check_and_its_comparison(monkeypatch):
+    # A collection runs finalizers and gc callbacks: candidate code that could patch what the
+    # comparison uses after the fingerprint check looked. The comparison must see the collector off.
+    import gc
+
+    from roofline_ext.judge import protocol
+
+    seen = []
+    real = protocol.compare_outputs
+
+    def watching(*a, **k):
+        seen.append(gc.isenabled())
+        return real(*a, **k)
+
+    monkeypatch.setattr(protocol, "compare_outputs", watching)
+    from roofline_ext.judge.guard import Guard
+    from roofline_ext.judge.protocol import Judge
+
+    ref = torch.nn.Identity()
+    judge = Judge(Guard.take(ref, ()), ref, _inputs, lambda f, what, phase, *a: f(*a), 1e-4)
+    assert gc.isenabled()
+    assert judge.correctness(torch.nn.Identity(), _inputs(1), 2)
+    assert seen == [False, False] and gc.isenabled()  # off for each comparison, on again after

@@ -197,6 +197,11 @@ def _hooks() -> dict[str, Any]:
     monitoring = getattr(sys, "monitoring", None)
     if monitoring is not None:
         hooks["sys.monitoring"] = tuple(monitoring.get_tool(i) for i in range(6))
+    # Code that runs inside the judge's own calls without passing through the candidate: a garbage
+    # collector callback (every collection), a profile hook for new threads.
+    hooks["gc.callbacks"] = tuple(gc.callbacks)
+    if hasattr(threading, "getprofile"):
+        hooks["threading.profile"] = threading.getprofile()
     return hooks
 
 
@@ -371,6 +376,11 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         if len(args) > 1 and args[1] in _FUNCTION_SLOTS and isinstance(args[0], FunctionType):
             f = args[0]
             _SET_LOG.append((id(f), f"{f.__module__}.{f.__qualname__}", args[1]))
+        return
+    if event == "sys.addaudithook" and getattr(_armed, "on", False):
+        # An audit hook of the candidate's would run on every audited event of the judge's own code
+        # from then on (reading a function's __code__ is one): candidate code where no check looks.
+        _AUDIT_LOG.append(event + " (the candidate installed an audit hook, which runs inside the judge's code)")
         return
     if event in _AUDITED and getattr(_armed, "on", False):
         _AUDIT_LOG.append(event + " (the candidate read the harness's objects instead of computing)")

@@ -25,11 +25,13 @@ those steps in, so one protocol serves the GPU timing worker and the CPU-only co
 """
 from __future__ import annotations
 
+import gc
 import math
 import secrets
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
 
@@ -171,6 +173,16 @@ class Judge:
     def _judge_outputs(self, frozen: list[Any] | None, refusal: Comparison | None, inputs: list[Any] | None,
                        pristine: list[Any], digests: list[Any], aliased: list[tuple[int, int]], label: str,
                        defence_if_wrong: str | None = None) -> bool:
+        # No garbage collection from the fingerprint check to the end of the comparison: a
+        # collection runs finalizers and gc callbacks, code of the candidate's that could change
+        # what the comparison uses after the check looked, and undo it before the next one.
+        with _collector_off():
+            return self._checked_comparison(frozen, refusal, inputs, pristine, digests, aliased, label,
+                                            defence_if_wrong)
+
+    def _checked_comparison(self, frozen: list[Any] | None, refusal: Comparison | None, inputs: list[Any] | None,
+                            pristine: list[Any], digests: list[Any], aliased: list[tuple[int, int]], label: str,
+                            defence_if_wrong: str | None) -> bool:
         self.checks += defence_if_wrong is None
         # A timed check's reference call and comparison are the judge's own cost (a harness without
         # the judge checks the correctness sets only).
@@ -449,6 +461,17 @@ def _defence_of(change: str) -> str:
 
 
 # --- tensors the judge holds ------------------------------------------------------------------------
+
+@contextmanager
+def _collector_off() -> Iterator[None]:
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
 
 def _bump_versions(inputs: list[Any]) -> None:
     from torch.autograd.graph import increment_version
