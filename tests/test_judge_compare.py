@@ -445,3 +445,16 @@ def test_no_garbage_collection_between_a_check_and_its_comparison(monkeypatch):
     assert gc.isenabled()
     assert judge.correctness(torch.nn.Identity(), _inputs(1), 2)
     assert seen == [False, False] and gc.isenabled()  # off for each comparison, on again after
+
+
+def test_a_harness_walk_from_a_thread_that_ended_is_still_seen():
+    # A thread the candidate starts runs outside candidate_code() (which marks the judge's own
+    # thread); if it walks the collector and ends before the check, the thread check misses it,
+    # so the audit hook logs audited calls on every thread but the judge's.
+    import gc
+
+    guard = Guard.take()
+    t = threading.Thread(target=lambda: gc.get_objects(), name="walker")
+    t.start()
+    t.join()
+    assert any("gc.get_objects" in c for c in guard.check("now"))

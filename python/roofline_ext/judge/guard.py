@@ -351,14 +351,23 @@ _SET_LOG: list[tuple[int, str, str]] = []
 _FUNCTION_SLOTS = frozenset(("__code__", "__defaults__", "__kwdefaults__"))
 _armed = threading.local()
 _installed = False
+_judge_thread: int | None = None
 
 
 def arm_audit() -> None:
-    """Install the audit hook once per process (audit hooks cannot be removed)."""
-    global _installed
+    """Install the audit hook once per process (audit hooks cannot be removed). The thread that
+    installs it is the judge's: audited calls on any other thread are logged whenever they happen
+    (a thread the candidate started and that ended before the next check is candidate code too,
+    and ``candidate_code`` marks only the judge's own thread)."""
+    global _installed, _judge_thread
     if not _installed:
+        _judge_thread = threading.get_ident()
         sys.addaudithook(_audit)
         _installed = True
+
+
+def _candidate_running() -> bool:
+    return getattr(_armed, "on", False) or threading.get_ident() != _judge_thread
 
 
 class candidate_code:
@@ -377,12 +386,12 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
             f = args[0]
             _SET_LOG.append((id(f), f"{f.__module__}.{f.__qualname__}", args[1]))
         return
-    if event == "sys.addaudithook" and getattr(_armed, "on", False):
+    if event == "sys.addaudithook" and _candidate_running():
         # An audit hook of the candidate's would run on every audited event of the judge's own code
         # from then on (reading a function's __code__ is one): candidate code where no check looks.
         _AUDIT_LOG.append(event + " (the candidate installed an audit hook, which runs inside the judge's code)")
         return
-    if event in _AUDITED and getattr(_armed, "on", False):
+    if event in _AUDITED and _candidate_running():
         _AUDIT_LOG.append(event + " (the candidate read the harness's objects instead of computing)")
 
 
