@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_energy_model import FakeBoard
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "energy_roofline.py"
 
@@ -26,35 +27,8 @@ er = _load()
 IDLE_W = 78.0
 
 
-class Board:
-    """A board whose counter holds the energy at its last update (every ``interval`` s), in whole
-    mJ; time passes only when fake work or the fake sleep says so (idle power then)."""
-
-    def __init__(self, interval: float = 0.1):
-        self.t = 0.0
-        self.energy = 0.0
-        self.snapshot = 0.0
-        self.interval = interval
-        self.next_update = interval
-
-    def advance(self, dt: float, watts: float) -> None:
-        end = self.t + dt
-        while self.next_update <= end:
-            self.energy += watts * (self.next_update - self.t)
-            self.t = self.next_update
-            self.snapshot = self.energy
-            self.next_update += self.interval
-        self.energy += watts * (end - self.t)
-        self.t = end
-
-    def read_mj(self) -> int:
-        return int(self.snapshot * 1000)
-
-    def clock(self) -> float:
-        return self.t
-
-    def sleep(self, s: float) -> None:
-        self.advance(s, IDLE_W)
+# The fake counter and clock of the energy model's own tests (whole mJ, 78 W idle).
+Board = FakeBoard
 
 
 def kernel(board: Board, key: str, name: str, *, watts, call_s: float, work: float, origin: str = "own",
