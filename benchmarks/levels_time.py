@@ -1,7 +1,8 @@
 """Issue 28's timing figures for ``analyze --time``, measured in one command on the GPU.
 
 Every figure comes from the real command, ``python3 -m roofline_ext.cli analyze ...``, run as a
-subprocess as a user runs it. Sections, in this order:
+subprocess as a user runs it. Sections (run in the order ``--sections`` gives; by default tiny
+first, as it is short and would be the one a tight budget cuts, then levels, repeat, trials100):
 
 ``levels``     run A: ``analyze DIR/level1 DIR/level2 DIR/level3 --time --json A.json --no-progress``,
                its wall around the whole subprocess (goal: <= 120 s for the 250 tasks).
@@ -22,7 +23,7 @@ cache warm. The JSON is rewritten after every section, so a run cut short keeps 
 duration (the previous section's, or for ``tiny`` its own warm-up runs), and says so.
 
     python3 benchmarks/levels_time.py OUT.json --kernelbench ../shared/kernelbench \\
-        [--sections levels,repeat,trials100,tiny] [--budget-s 540] [--run-a A.json]
+        [--sections tiny,levels,repeat,trials100] [--budget-s 540] [--run-a A.json]
 
 ``--analyze-cmd`` and ``--bare-cmd`` replace the commands run (the CPU test runs a fake analyze).
 """
@@ -48,7 +49,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from runner_speed import TINY  # noqa: E402  (the same x + 1 task its trivial section times)
 
 REPO = Path(__file__).resolve().parent.parent
-SECTIONS = ("levels", "repeat", "trials100", "tiny")
+# tiny first by default: it is short (about 40 s) and would be the one the budget cuts after three
+# runs of 250 tasks; B and C still come right after A.
+SECTIONS = ("tiny", "levels", "repeat", "trials100")
 LEVELS = ("level1", "level2", "level3")
 BARE = "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()"
 # The bare start-up plus what the report wants to know about the machine, run once as a warm-up.
@@ -407,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(wanted) - set(SECTIONS)
     if unknown:
         ap.error(f"unknown section(s): {', '.join(sorted(unknown))}")
-    wanted = [s for s in SECTIONS if s in wanted]  # B and C must come right after A, tiny last
+    wanted = list(dict.fromkeys(wanted))  # in the order given: repeat and trials100 need levels before them
     missing = [lv for lv in LEVELS if not (Path(args.kernelbench) / lv).is_dir()]
     if missing and set(wanted) & {"levels", "repeat", "trials100"}:
         # Before any device time goes on the warm-up: a wrong path would only show as 0 tasks.

@@ -184,6 +184,7 @@ def test_end_to_end_with_a_fake_analyze(lt, fake):
     assert "--trials" not in batch[1] and batch[2][batch[2].index("--trials") + 1] == "100"
     tiny_calls = [c for c in calls if c[0].endswith("tiny.py")]
     assert len(tiny_calls) == 1 + 1 + 2  # the warm-up, the section's own warm-up, the measured runs
+    assert calls.index(batch[0]) == 4  # tiny runs first by default, then A, B and C back to back
     assert "x + 1" in Path(tiny_calls[0][0]).read_text()
 
 
