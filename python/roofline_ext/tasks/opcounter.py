@@ -15,6 +15,7 @@ from typing import Any, Callable
 from .formulas import attention_flops
 from .masks import MaskTracker
 from .opcounts import ZERO_WRITE, op_family
+from .shortcuts import make_shortcuts
 from .traffic import Reads, lookup_read, tensor_read
 
 __all__ = ["make_op_counter", "NO_ARITHMETIC"]
@@ -157,6 +158,7 @@ class _OpCounterBase:
         super().__init__()  # TorchDispatchMode's, next in the subclass's order
         self._formulas, self._key, self._torch, self._leaves = formulas, key, torch, tree_leaves
         self._Tensor = torch.Tensor
+        self._shortcuts = make_shortcuts()
         self.counting = False
         self.sources: dict[int, str] = {}
         self.calls: dict[str, int] = defaultdict(int)
@@ -316,7 +318,10 @@ class _OpCounterBase:
         name = func._overloadpacket.__name__
         is_view = func.is_view or name in _ALIASES
         pre = None if is_view else self.masks.before(name, args)
-        out = func(*args, **kwargs)
+        shortcut = self._shortcuts.get(func)
+        out = shortcut(args, kwargs) if shortcut is not None else None
+        if out is None:  # no shortcut for this op, or none for these arguments (shortcuts.py)
+            out = func(*args, **kwargs)
         first = next((o for o in self._leaves(out) if isinstance(o, self._Tensor)), None)
         index = None
         if self.counting and self.recorder is not None and not is_view:

@@ -1,0 +1,70 @@
+"""Fake results made without the fake implementation, for ops where that implementation is slow and
+its result is known from the arguments' metadata alone.
+
+A count runs every op under ``FakeTensorMode``, whose result for an op it has not seen with those
+shapes is computed by the op's meta function or Python decomposition and then cached. The cache
+lives in the process, and a count runs in a fresh worker forked from a server that has seen only
+its warm-up task, so most ops of a task miss it. Two misses are costly out of proportion:
+
+- batch norm in eval mode (``_native_batch_norm_legit_no_training``): the fake mode runs its Python decomposition, about fifteen ops
+  that all miss the cache too (10 ms a call on the 2-core VM, the largest single cost of counting
+  KernelBench's levels 1-3 in fresh workers: 5.8 of 28 s spent in ops). Its result is a new tensor
+  shaped and laid out as a contiguous input, and two empty tensors of the input's dtype.
+- ``uniform_`` on a fake tensor (every ``nn.Linear`` and ``nn.Conv*`` initialises its parameters
+  with it): a decomposition that makes a random tensor and copies it in, 1.6 ms a call, to return
+  its argument unchanged (a fake tensor has no values to fill).
+
+Each shortcut applies only where its result is exactly what the fake mode returns (same shapes,
+strides, dtypes, devices; a new storage where the fake mode makes one), and returns None elsewhere,
+so that the op runs as usual: tests/test_counting_shortcuts.py compares the two over many layouts.
+The op counter still sees the op and counts it as before; only the fake mode below it is skipped.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+__all__ = ["make_shortcuts"]
+
+
+def make_shortcuts() -> dict[Any, Callable[[tuple, dict], Any]]:
+    """{OpOverload: f(args, kwargs) -> the fake result, or None to run the op as usual}."""
+    import torch
+    from torch._prims_common import make_contiguous_strides_for
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    floating = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+    def plain_fake(t) -> bool:
+        # constant: a small fake tensor that carries real values, which an in-place op would change
+        return type(t) is FakeTensor and t.constant is None and t.layout == torch.strided
+
+    def uniform_(args: tuple, kwargs: dict) -> Any:
+        self: Any = args[0] if args else None
+        if not plain_fake(self) or not self.is_floating_point() or self.is_complex():
+            return None
+        return self  # in place, on a tensor without values: the tensor itself, as the fake mode returns
+
+    def batch_norm(args: tuple, kwargs: dict) -> Any:
+        # _native_batch_norm_legit_no_training(input, weight, bias, running_mean, running_var, momentum,
+        # eps): what F.batch_norm dispatches in eval mode
+        if kwargs or len(args) != 7:
+            return None
+        x, stats = args[0], args[1:5]
+        if not plain_fake(x) or x.dim() < 2 or x.dtype not in floating:
+            return None
+        if str(x.device) != "cpu" or tuple(x.stride()) != tuple(make_contiguous_strides_for(x.shape)):
+            return None
+        channels = int(x.shape[1])
+        for i, t in enumerate(stats):
+            if t is None and i < 2:  # weight and bias are optional, the running statistics are not
+                continue
+            if (not plain_fake(t) or t.dtype not in floating or t.dim() != 1
+                    or int(t.shape[0]) != channels or str(t.device) != "cpu"):
+                return None
+        # What the decomposition returns on the CPU in eval mode: the normalised input, laid out
+        # as the (contiguous) input, and the saved mean and inverse std as empty tensors.
+        out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        return out, x.new_zeros((0,)), x.new_zeros((0,))
+
+    aten = torch.ops.aten
+    return {aten.uniform_.default: uniform_, aten._native_batch_norm_legit_no_training.default: batch_norm}

@@ -1,0 +1,111 @@
+"""The counting shortcuts (tasks/shortcuts.py) return exactly what the fake mode returns, or decline."""
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from roofline_ext.tasks.shortcuts import make_shortcuts  # noqa: E402
+
+aten = torch.ops.aten
+
+
+def _meta(t):
+    return (tuple(t.shape), tuple(t.stride()), t.storage_offset(), t.dtype, str(t.device), t.requires_grad,
+            type(t).__name__)
+
+
+@pytest.fixture()
+def fake_mode():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode(allow_fallback_kernels=False, allow_non_fake_inputs=True)
+    with torch.no_grad(), mode:
+        yield mode
+
+
+def _bn_args(x, channels, dtype=torch.float32, affine=True):
+    stats = [torch.empty(channels, dtype=dtype) for _ in range(4)]
+    if not affine:
+        stats[0] = stats[1] = None
+    return (x, *stats, 0.1, 1e-5)
+
+
+SHAPES = [(8, 16), (8, 16, 5), (2, 3, 4, 5), (1, 3, 1, 1), (4, 1, 7, 1), (2, 6, 1, 3, 3), (1, 1, 1, 1), (3, 5, 0, 2)]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_shortcut_is_the_fake_result(fake_mode, shape, dtype, affine):
+    op = aten._native_batch_norm_legit_no_training.default
+    shortcut = make_shortcuts()[op]
+    args = _bn_args(torch.empty(shape, dtype=dtype), shape[1], affine=affine)
+    got = shortcut(args, {})
+    want = op(*args)
+    assert got is not None
+    assert [_meta(t) for t in got] == [_meta(t) for t in want]
+    assert all(g.untyped_storage()._cdata != args[0].untyped_storage()._cdata for g in got)
+
+
+def test_batch_norm_shortcut_on_a_contiguous_slice(fake_mode):
+    op = aten._native_batch_norm_legit_no_training.default
+    args = _bn_args(torch.empty(10, 3, 4)[2:4], 3)  # contiguous, at an offset in its storage
+    got = make_shortcuts()[op](args, {})
+    assert got is not None and [_meta(t) for t in got] == [_meta(t) for t in op(*args)]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.empty(2, 3, 4, 5).contiguous(memory_format=torch.channels_last),  # not contiguous
+    lambda: torch.empty(3, 2, 4).transpose(0, 1),
+    lambda: torch.empty(2, 3, 8)[..., ::2],
+    lambda: torch.empty(2, 1, 4).expand(2, 3, 4),  # a broadcast view: stride 0
+    lambda: torch.empty(2, 3, 4, dtype=torch.int64),
+    lambda: torch.empty(3),  # one dimension
+])
+def test_batch_norm_shortcut_declines_other_layouts(fake_mode, make):
+    x = make()
+    shortcut = make_shortcuts()[aten._native_batch_norm_legit_no_training.default]
+    channels = x.shape[1] if x.dim() > 1 else 3
+    assert shortcut(_bn_args(x, channels), {}) is None
+
+
+def test_batch_norm_shortcut_declines_odd_arguments(fake_mode):
+    shortcut = make_shortcuts()[aten._native_batch_norm_legit_no_training.default]
+    x = torch.empty(2, 3, 4)
+    args = list(_bn_args(x, 3))
+    assert shortcut(tuple(args), {"eps": 1e-5}) is None
+    assert shortcut(tuple(args[:-1]), {}) is None
+    for i in (3, 4):  # no running statistics: the op itself says why
+        missing = list(args)
+        missing[i] = None
+        assert shortcut(tuple(missing), {}) is None
+    wrong = list(args)
+    wrong[1] = torch.empty(4)  # a weight for another number of channels
+    assert shortcut(tuple(wrong), {}) is None
+
+
+def test_batch_norm_shortcut_declines_real_tensors():
+    shortcut = make_shortcuts()[aten._native_batch_norm_legit_no_training.default]
+    assert shortcut(_bn_args(torch.zeros(2, 3, 4), 3), {}) is None
+
+
+def test_uniform_shortcut_returns_the_tensor(fake_mode):
+    shortcut = make_shortcuts()[aten.uniform_.default]
+    w = torch.empty(4, 5)
+    assert shortcut((w, -0.5, 0.5), {}) is w
+    assert aten.uniform_.default(w, -0.5, 0.5) is w  # what the fake mode returns too
+    assert shortcut((torch.empty(3, dtype=torch.int64),), {}) is None
+    assert shortcut((torch.zeros(3),), {}) is not None
+
+
+def test_uniform_shortcut_declines_real_and_constant_tensors(fake_mode):
+    shortcut = make_shortcuts()[aten.uniform_.default]
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes():
+        real = torch.zeros(3)
+    constant = torch.empty(3)
+    constant.constant = real  # a fake tensor that carries values (small literals may): they would change
+    assert shortcut((constant,), {}) is None
+    assert shortcut((real,), {}) is None
