@@ -130,6 +130,8 @@ def run_if_not_counted(mode, func, args: tuple, kwargs: dict) -> tuple[bool, Any
     matmul is not counted as SIMT work) either way."""
     if func.namespace == "prim":
         return True, func(*args, **kwargs)
+    if not func._can_decompose():  # what decompose() would find: no need to enter the mode to be told
+        return False, None
     with mode:
         decomposed = func.decompose(*args, **kwargs)
     if decomposed is not NotImplemented:
