@@ -37,7 +37,8 @@ REPO = Path(__file__).resolve().parent.parent
 LEVELS = ("level1", "level2", "level3")
 
 
-def _git_commit() -> str | None:
+def git_commit() -> str | None:
+    """HEAD's commit, with -dirty when tracked files differ (levels_time.py uses it too)."""
     try:
         out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
                              check=True).stdout.strip()
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": {"cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "load_avg_before": load_before},
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(),
         "kernelbench": str(args.kernelbench),
         "walls_s": walls,
         "median_wall_s": statistics.median(walls),

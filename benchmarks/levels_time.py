@@ -49,6 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from runner_speed import TINY  # noqa: E402  (the same x + 1 task its trivial section times)
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # a sibling benchmark's helper, below
+from count_levels_wall import git_commit  # noqa: E402
 # tiny first by default: it is short (about 40 s) and would be the one the budget cuts after three
 # runs of 250 tasks; B and C still come right after A.
 SECTIONS = ("tiny", "levels", "repeat", "trials100")
@@ -187,17 +189,6 @@ def _read_json(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _git_commit() -> str | None:
-    try:
-        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return head + ("-dirty" if dirty else "")
-
-
 def _nvidia_smi() -> str | None:
     q = "name,driver_version,pstate,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,power.limit,memory.used"
     try:
@@ -223,7 +214,7 @@ class Bench:
         self.tiny.write_text(TINY)
         self.report: dict[str, Any] = {
             "benchmark": "levels_time", "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "commit": _git_commit(), "nvidia_smi": _nvidia_smi(), "host": platform.node(),
+            "commit": git_commit(), "nvidia_smi": _nvidia_smi(), "host": platform.node(),
             "cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
             "kernelbench": str(Path(args.kernelbench).resolve()), "pycache": self.env.get("PYTHONPYCACHEPREFIX"),
             "bounds": BOUNDS, "budget_s": args.budget_s, "sections": {}, "skipped": {}}
