@@ -35,6 +35,31 @@ def _wall(fn, dev, reps: int = 5) -> float:
     return statistics.median(out)
 
 
+def _row(n: int, dtype: torch.dtype, dev: torch.device) -> dict:
+    """One size and dtype: each path's comparison and digest, timed on the same pair of outputs."""
+    ref = torch.randn(n, device=dev, dtype=dtype)
+    new = ref + (1e-6 * torch.randn(n, device=dev)).to(dtype)
+    tol = 1e-4 if dtype == torch.float32 else 1e-2
+    verdicts = []
+    row: dict = {"elements": n, "dtype": str(dtype).replace("torch.", "")}
+    fast, native, core_fn = cmp._accumulate, cmp._native_sums, guard.cuda_function
+    # native: the GPU pass (csrc/judge_stats.cu); fast: the torch path in one round trip per chunk;
+    # exact: the elementwise torch path (the judge's first version).
+    for name, native_on, acc in (("native", True, fast), ("fast", False, fast), ("exact", False, cmp._accumulate_exact)):
+        cmp._accumulate = acc
+        cmp._native_sums = native if native_on else (lambda *_: None)
+        guard.cuda_function = core_fn if native_on else (lambda name: None)  # the digest's torch path
+        try:
+            row[f"compare_{name}_s"] = _wall(lambda: verdicts.append(cmp.compare_outputs(ref, new, tol)), dev)
+            row[f"digest_{name}_s"] = _wall(lambda: guard.digest(ref), dev) if name != "exact" else None
+        finally:
+            cmp._accumulate, cmp._native_sums, guard.cuda_function = fast, native, core_fn
+    row["same_verdict"] = len({(v.ok, v.kind) for v in verdicts}) == 1 and verdicts[0].ok
+    row["clone_s"] = _wall(lambda: ref.clone(), dev)
+    row["speedup_native_over_exact"] = row["compare_exact_s"] / row["compare_native_s"]
+    return row
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -43,32 +68,10 @@ def main() -> int:
     dev = torch.device(a.device)
     sizes = [1 << 20, 1 << 26, 4096 * 393216] if dev.type == "cuda" else [1 << 20, 1 << 24]
     rows = []
-    fast, native, checksum = cmp._accumulate, cmp._native_sums, guard._core_checksum
     for n in sizes:
         for dtype in (torch.float32, torch.bfloat16):
-            ref = torch.randn(n, device=dev, dtype=dtype)
-            new = ref + (1e-6 * torch.randn(n, device=dev)).to(dtype)
-            tol = 1e-4 if dtype == torch.float32 else 1e-2
-            verdicts = []
-            row = {"elements": n, "dtype": str(dtype).replace("torch.", "")}
-            # native: the GPU pass (csrc/judge_stats.cu); fast: the torch path in one round trip per
-            # chunk; exact: the elementwise torch path (the judge's first version).
-            for name, native_on, acc in (("native", True, fast), ("fast", False, fast),
-                                         ("exact", False, cmp._accumulate_exact)):
-                cmp._accumulate = acc
-                cmp._native_sums = native if native_on else (lambda *_: None)
-                guard._core_checksum = checksum if native_on else (lambda: None)
-                try:
-                    row[f"compare_{name}_s"] = _wall(lambda: verdicts.append(cmp.compare_outputs(ref, new, tol)), dev)
-                    row[f"digest_{name}_s"] = _wall(lambda: guard.digest(ref), dev) if name != "exact" else None
-                finally:
-                    cmp._accumulate, cmp._native_sums, guard._core_checksum = fast, native, checksum
-            row["same_verdict"] = len({(v.ok, v.kind) for v in verdicts}) == 1 and verdicts[0].ok
-            row["clone_s"] = _wall(lambda: ref.clone(), dev)
-            row["speedup_native_over_exact"] = row["compare_exact_s"] / row["compare_native_s"]
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-            del ref, new
+            rows.append(_row(n, dtype, dev))
+            print(json.dumps(rows[-1]), flush=True)
             if dev.type == "cuda":
                 torch.cuda.empty_cache()
     doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

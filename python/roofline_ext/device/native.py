@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from types import ModuleType
+from typing import Any
 
 
 @functools.lru_cache(maxsize=None)
@@ -28,3 +29,10 @@ def core_or_none() -> ModuleType | None:
 def import_error() -> str | None:
     """Why the native module could not be imported (None when it was)."""
     return _import()[1]
+
+
+def cuda_function(name: str) -> Any:
+    """A function of the core's CUDA part (``judge_compare_stats``, say), or None where there is
+    none: no core, or a host-only build (``CUDA_COMPILED`` False), which lacks those functions."""
+    mod = core_or_none()
+    return getattr(mod, name, None) if mod is not None and getattr(mod, "CUDA_COMPILED", False) else None

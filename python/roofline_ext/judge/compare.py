@@ -28,6 +28,8 @@ from typing import Any
 
 import torch
 
+from ..device.native import cuda_function
+
 # Elements per float64 chunk: 32 Mi elements = 256 MB of float64 per operand at most.
 _CHUNK = 1 << 25
 # A reference "varies" when its spread is this many tolerances of its scale: below that the spread
@@ -169,7 +171,7 @@ def _native_sums(a: torch.Tensor, b: torch.Tensor, tol: float) -> _Sums | None:
     accumulators; 1.6 G fp32 elements in milliseconds where the chunked torch path took 56 ms on
     an H200), or None where it does not apply: a CPU tensor, a core built without CUDA, another
     dtype, or a NaN/Inf anywhere (the torch path then says where)."""
-    stats_fn = _core_function("judge_compare_stats")
+    stats_fn = cuda_function("judge_compare_stats")
     name = _NATIVE_DTYPES.get(a.dtype)
     if stats_fn is None or name is None or not a.is_cuda or a.numel() == 0:
         return None
@@ -180,15 +182,6 @@ def _native_sums(a: torch.Tensor, b: torch.Tensor, tol: float) -> _Sums | None:
         return None
     return _Sums(n=r["n"], sa=r["sa"], sb=r["sb"], saa=r["saa"], sbb=r["sbb"], sab=r["sab"], sdd=r["sdd"],
                  max_abs=r["max_abs"], bad=r["bad"], b_min=r["b_min"], b_max=r["b_max"])
-
-
-def _core_function(name: str) -> Any:
-    """A function of the native core's CUDA part, or None (a host-only build, or no core)."""
-    try:
-        from .. import _core
-    except ImportError:
-        return None
-    return getattr(_core, name, None) if getattr(_core, "CUDA_COMPILED", False) else None
 
 
 def _accumulate(s: _Sums, a: torch.Tensor, b: torch.Tensor, tol: float) -> None:

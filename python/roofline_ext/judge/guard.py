@@ -30,6 +30,8 @@ from typing import Any, Iterable
 
 import torch
 
+from ..device.native import cuda_function
+
 # Module-name prefixes whose namespaces are fingerprinted: torch's, ours, and the standard library
 # the judge and the timer run on.
 _MODULE_PREFIXES = ("torch", "roofline_ext")
@@ -258,7 +260,7 @@ def digest(t: torch.Tensor) -> tuple[Any, ...]:
     input set); else two float64 sums, one of them order-sensitive."""
     if t.numel() == 0:
         return (0.0, 0.0)
-    checksum = _core_checksum() if t.is_cuda else None
+    checksum = cuda_function("judge_checksum") if t.is_cuda else None
     if checksum is not None:
         c = t.detach().contiguous()
         dev = c.device.index if c.device.index is not None else torch.cuda.current_device()
@@ -272,14 +274,6 @@ def digest(t: torch.Tensor) -> tuple[Any, ...]:
     w = torch.arange(1, 1 + min(flat.numel(), 4099), device=flat.device, dtype=torch.float64)
     head = float((flat[: w.numel()].to(torch.float64) * w).sum())  # order-sensitive on the first elements
     return (float(flat.sum(dtype=torch.float64)), head)
-
-
-def _core_checksum() -> Any:
-    try:
-        from .. import _core
-    except ImportError:
-        return None
-    return getattr(_core, "judge_checksum", None) if getattr(_core, "CUDA_COMPILED", False) else None
 
 
 @dataclass
