@@ -1,11 +1,12 @@
 """benchmarks/count_levels_wall.py: the result it writes, with a stand-in for the command."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
 from pathlib import Path
+
+from benchmark_loader import load_benchmark
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -20,14 +21,6 @@ sys.exit(1)
 """
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("count_levels_wall", REPO / "benchmarks" / "count_levels_wall.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_writes_walls_median_peak_and_commit(tmp_path):
     kb = tmp_path / "kb"
     for level in ("level1", "level2", "level3"):
@@ -36,7 +29,7 @@ def test_writes_walls_median_peak_and_commit(tmp_path):
     fake.write_text(FAKE_PYTHON.format(python=sys.executable))
     os.chmod(fake, 0o755)
     out = tmp_path / "result.json"
-    rc = _load().main([str(out), "--kernelbench", str(kb), "--repeat", "2", "--python", str(fake)])
+    rc = load_benchmark("count_levels_wall.py").main([str(out), "--kernelbench", str(kb), "--repeat", "2", "--python", str(fake)])
     assert rc == 0  # the command's 1 (a task failed) is still a measured run
     result = json.loads(out.read_text())
     assert len(result["walls_s"]) == 2 and result["median_wall_s"] > 0

@@ -3,27 +3,13 @@ kernels (and a fake native core for the own-kernel set-up), checking the J per u
 repeat statistics, the JSON keys, and that a peer whose output fails its check is not counted."""
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from benchmark_loader import load_benchmark
 from test_energy_model import FakeBoard
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "energy_roofline.py"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("energy_roofline_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(mod)
-    return mod
-
-
-er = _load()
+er = load_benchmark("energy_roofline.py", "energy_roofline_bench")
 IDLE_W = 78.0
 
 

@@ -3,23 +3,19 @@ tasks kept apart, the 95 %-within-2 % rule, the bounds), and the whole script en
 ``analyze`` that writes batch JSON from a plan (the real runs need an H200)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
+from benchmark_loader import load_benchmark
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "levels_time.py"
 
 
 @pytest.fixture()
 def lt():
-    spec = importlib.util.spec_from_file_location("levels_time", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["levels_time"] = mod
-    spec.loader.exec_module(mod)
-    yield mod
+    yield load_benchmark("levels_time.py")
     sys.modules.pop("levels_time", None)
 
 

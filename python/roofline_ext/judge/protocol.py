@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator
 
 import torch
+from torch.autograd.graph import increment_version
 
 from ..measure.timing import event_times_ms
 from ..model.verdict import Judgement, Verdict
@@ -474,8 +475,6 @@ def _collector_off() -> Iterator[None]:
 
 
 def _bump_versions(inputs: list[Any]) -> None:
-    from torch.autograd.graph import increment_version
-
     for x in inputs:
         if isinstance(x, torch.Tensor):
             increment_version(x)
