@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from benchmark_loader import load_benchmark
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "levels_time.py"
 
 
 @pytest.fixture()
