@@ -4,11 +4,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 
 from benchmark_loader import load_benchmark
 
-REPO = Path(__file__).resolve().parent.parent
 
 FAKE_PYTHON = """#!{python}
 import json, sys
