@@ -4,6 +4,7 @@ Each rule has a case it must refuse and an honest case it must pass (docs/scorin
 from __future__ import annotations
 
 import math
+import sys
 import threading
 
 import pytest
@@ -167,6 +168,61 @@ def test_a_code_swap_undone_before_the_check_is_still_seen():
     changes = guard.check("now")
     assert changes == ["now: roofline_ext.judge.compare._one: its code was replaced"]
     assert Guard.take().check("later") == []  # a fingerprint taken after the write starts clean
+
+
+def _watched_module(name, **functions):
+    """A module the guard watches (its name is under roofline_ext), new to the process: a module
+    seen before keeps the bindings it had at its first fingerprint."""
+    import types
+
+    mod = types.ModuleType(f"roofline_ext._test_{name}")
+    mod.__dict__.update(functions)
+    sys.modules[mod.__name__] = mod
+    return mod
+
+
+def test_a_swapped_closure_cell_and_keyword_defaults_changed_in_place_are_seen():
+    # Neither is an attribute write the audit hook sees: the cell's contents and the dict's items
+    # change while the function's __closure__ and __kwdefaults__ stay the same objects.
+    def wrap(fn):
+        def wrapper(*a, **k):
+            return fn(*a, **k)
+        return wrapper
+
+    def keyed(x, *, scale=1.0):
+        return x * scale
+
+    mod = _watched_module("closure", wrapped=wrap(abs), keyed=keyed)
+    try:
+        guard = Guard.take()
+        assert guard.check("now") == []
+        cell = mod.wrapped.__closure__[0]
+        cell.cell_contents = lambda x: 0
+        keyed.__kwdefaults__["scale"] = 0.0
+        changes = " | ".join(guard.check("now"))
+        assert "wrap.<locals>.wrapper: a callable in its closure was replaced" in changes
+        assert "keyed: its keyword defaults were changed in place" in changes
+        cell.cell_contents = abs
+        keyed.__kwdefaults__["scale"] = 1.0
+        assert guard.check("restored") == []
+    finally:
+        del sys.modules[mod.__name__]
+
+
+def test_defaults_set_to_none_are_a_write_too():
+    def f(x, y=2, *, z=3):
+        return x + y + z
+
+    mod = _watched_module("defaults", f=f)
+    try:
+        guard = Guard.take()
+        f.__defaults__ = None  # CPython audits this as object.__delattr__
+        f.__kwdefaults__ = None
+        changes = guard.check("now")
+        assert any("f: its defaults was replaced" in c for c in changes)
+        assert any("f: its kwdefaults was replaced" in c for c in changes)
+    finally:
+        del sys.modules[mod.__name__]
 
 
 def test_the_guard_sees_a_new_thread(monkeypatch):

@@ -21,6 +21,7 @@ harness instead of computing: walking the garbage collector (``gc.get_objects``,
 from __future__ import annotations
 
 import gc
+import operator
 import os
 import sys
 import threading
@@ -70,8 +71,11 @@ class Fingerprint:
     each distinct Python function with its code, defaults and closure.
 
     Checking is a C-level subset test per namespace (``saved.items() <= live.items()``; a binding
-    that changed fails it) and one identity loop over the functions, so it costs milliseconds and
-    runs before every comparison and around every timing."""
+    that changed fails it), the audit hook's log of writes to the functions' code and defaults,
+    and an identity pass over what a write to no attribute can change: the callables in the
+    functions' closure cells (``f.__closure__[0].cell_contents = cheat`` swaps what a decorator's
+    wrapper calls, and is not audited) and the contents of their keyword-default dicts. It costs
+    milliseconds and runs before every comparison and around every timing."""
 
     spaces: list[tuple[str, Any, dict[str, Any]]]
     functions: dict[int, tuple[FunctionType, Any, Any, Any, Any]]
@@ -82,6 +86,12 @@ class Fingerprint:
     # hook, every function is compared at every check).
     at_take: list[str] = field(default_factory=list)
     audited_from: int | None = None
+    # Closure cells that held a callable, what each held, and whose they are; each keyword-default
+    # dict with a copy of it.
+    cells: list[Any] = field(default_factory=list)
+    cell_values: list[Any] = field(default_factory=list)
+    cell_owners: list[str] = field(default_factory=list)
+    kwdefaults: list[tuple[str, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
 
     @classmethod
     def take(cls, extra: Iterable[tuple[str, Any]] = ()) -> "Fingerprint":
@@ -90,9 +100,11 @@ class Fingerprint:
         one that did not is replaced), so a later take scans only modules loaded since."""
         global _BASE
         if _BASE is None:
-            _BASE = cls([], {})
+            _BASE = cls([], {}, audited_from=len(_SET_LOG) if _installed else None)
             _BASE._add_modules()
-        fp = cls(list(_BASE.spaces), dict(_BASE.functions), set(_BASE.modules))
+        fp = cls(list(_BASE.spaces), dict(_BASE.functions), set(_BASE.modules), cells=list(_BASE.cells),
+                 cell_values=list(_BASE.cell_values), cell_owners=list(_BASE.cell_owners),
+                 kwdefaults=list(_BASE.kwdefaults))
         fp._add_modules()
         classes: dict[int, tuple[str, type]] = {}
         for label, obj in extra:
@@ -104,15 +116,21 @@ class Fingerprint:
             live = vars(c)
             fp._add(label, live, {k: v for k, v in live.items() if _is_watched(v)})
         if _installed:
-            # Compared once here; from now on the hook's log says what was written. Reading
-            # __code__ raises an audit event itself, so a loop over 9,000 functions at every check
-            # (a dozen per candidate) cost 20-30 ms each on a 2-core VM; the log costs nothing.
+            # From now on the hook's log says what was written: reading __code__ raises an audit
+            # event itself, so comparing 9,000 functions cost 20-30 ms on a 2-core VM, at every
+            # check (a dozen per candidate) and then still once per take. Now only the functions
+            # the log shows written since the base was taken (the hook was in before it) are
+            # compared with the base; the rest cannot differ, and those this take added are fresh.
             fp.audited_from = len(_SET_LOG)
-            fp.at_take = fp._function_changes()
+            written = None
+            if _BASE.audited_from is not None:
+                written = {fid for fid, _, _ in _SET_LOG[_BASE.audited_from:]}
+            fp.at_take = fp._function_changes(written)
         return fp
 
     def _add_modules(self) -> None:
         classes: dict[int, tuple[str, type]] = {}
+        legacy = _legacy_types()
         for name, mod in list(sys.modules.items()):
             if name in self.modules or mod is None or not _wanted(name):
                 continue
@@ -123,7 +141,7 @@ class Fingerprint:
             saved = {k: v for k, v in list(live.items()) if not isinstance(v, ModuleType) and _is_watched(v)}
             self._add(name, live, saved)
             for k, v in saved.items():
-                if isinstance(v, type) and getattr(v, "__module__", None) == name:
+                if isinstance(v, type) and getattr(v, "__module__", None) == name and v not in legacy:
                     classes.setdefault(id(v), (f"{name}.{k}", v))
         if "torch" not in self.modules_classes_done:
             self.modules_classes_done.add("torch")
@@ -139,7 +157,23 @@ class Fingerprint:
         self.spaces.append((label, live, saved))
         for v in saved.values():
             for f in _functions_in(v):
-                self.functions.setdefault(id(f), (f, f.__code__, f.__defaults__, f.__kwdefaults__, f.__closure__))
+                if id(f) not in self.functions:
+                    self.functions[id(f)] = (f, f.__code__, f.__defaults__, f.__kwdefaults__, f.__closure__)
+                    self._add_contents(f)
+
+    def _add_contents(self, f: FunctionType) -> None:
+        owner = f"{f.__module__}.{f.__qualname__}"
+        for cell in f.__closure__ or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # empty until the enclosing function assigns it
+                continue
+            if _is_watched(value):
+                self.cells.append(cell)
+                self.cell_values.append(value)
+                self.cell_owners.append(owner)
+        if f.__kwdefaults__:
+            self.kwdefaults.append((owner, f.__kwdefaults__, dict(f.__kwdefaults__)))
 
     def changes(self) -> list[str]:
         out = []
@@ -151,15 +185,30 @@ class Fingerprint:
             if not same:
                 out += [f"{label}.{k} was replaced or removed" for k, v in saved.items()
                         if live.get(k, _MISSING) is not v]
+        out += self._content_changes()
         if self.audited_from is None:
             return out + self._function_changes()
-        written = dict.fromkeys(f"{name}: its {attr[2:-2]} was replaced"  # a patch and its undoing: one line
-                                for fid, name, attr in _SET_LOG[self.audited_from:] if fid in self.functions)
-        return out + self.at_take + list(written)
+        return out + self.at_take + _written(_SET_LOG[self.audited_from:], self.functions)
 
-    def _function_changes(self) -> list[str]:
+    def _content_changes(self) -> list[str]:
+        out = []
+        try:
+            live = list(map(_CELL_CONTENTS, self.cells))
+        except ValueError:  # a cell emptied since: find it one by one
+            live = [_cell_value(c) for c in self.cells]
+        if any(map(operator.is_not, live, self.cell_values)):
+            out += list(dict.fromkeys(f"{owner}: a callable in its closure was replaced" for owner, a, b in
+                                      zip(self.cell_owners, live, self.cell_values) if a is not b))
+        out += [f"{owner}: its keyword defaults were changed in place" for owner, d, saved in self.kwdefaults
+                if d != saved]
+        return out
+
+    def _function_changes(self, only: set[int] | None = None) -> list[str]:
+        """The functions (all, or those whose id is in ``only``) whose code, defaults or closure is
+        not what was saved."""
+        saved = self.functions.values() if only is None else [self.functions[i] for i in only if i in self.functions]
         return [f"{f.__module__}.{f.__qualname__}: its code, defaults or closure changed"
-                for f, code, defaults, kwdefaults, closure in self.functions.values()
+                for f, code, defaults, kwdefaults, closure in saved
                 if f.__code__ is not code or f.__defaults__ is not defaults or f.__kwdefaults__ is not kwdefaults
                 or f.__closure__ is not closure]
 
@@ -169,6 +218,26 @@ class Fingerprint:
 
 _MISSING = object()
 _BASE: Fingerprint | None = None
+_CELL_CONTENTS = operator.attrgetter("cell_contents")
+
+
+def _cell_value(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _MISSING
+
+
+def _written(log: list[tuple[int, str, str]], functions: dict[int, Any]) -> list[str]:
+    """The writes in ``log`` to any of ``functions``, one line each (a patch and its undoing: one)."""
+    return list(dict.fromkeys(f"{name}: its {attr[2:-2]} was replaced" for fid, name, attr in log if fid in functions))
+
+
+def _legacy_types() -> frozenset[type]:
+    """``torch.FloatTensor``, ``torch.cuda.HalfTensor`` and the 36 others: legacy constructors whose
+    class dicts (686 entries each, half of everything watched) no tensor and no judge code looks
+    up; their bindings in torch's namespaces stay watched."""
+    return frozenset(getattr(torch, "_tensor_classes", ()))
 
 
 def _hooks() -> dict[str, Any]:
@@ -337,10 +406,11 @@ def _eq_plain(x: Any, y: Any) -> bool:
 
 _AUDIT_LOG: list[str] = []
 # Every write of a Python function's code, defaults or keyword defaults in this process since the
-# hook was installed, as (id, name, attribute): CPython raises "object.__setattr__" for each, on
-# any thread, however it is written (``f.__code__ = ...``, the descriptor, ``object.__setattr__``);
-# __closure__ cannot be written at all. The watched functions are held by the fingerprints, so an
-# id here is theirs.
+# hook was installed, as (id, name, attribute): CPython raises "object.__setattr__" for each (and
+# "object.__delattr__" for setting the defaults to None), on any thread, however it is written
+# (``f.__code__ = ...``, the descriptor, ``object.__setattr__``); __closure__ cannot be written at
+# all, though its cells' contents can (Fingerprint compares those). The watched functions are held
+# by the fingerprints, so an id here is theirs.
 _SET_LOG: list[tuple[int, str, str]] = []
 _FUNCTION_SLOTS = frozenset(("__code__", "__defaults__", "__kwdefaults__"))
 _armed = threading.local()
@@ -375,7 +445,7 @@ class candidate_code:
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if event == "object.__setattr__":
+    if event in ("object.__setattr__", "object.__delattr__"):  # ``f.__defaults__ = None`` is a delete
         if len(args) > 1 and args[1] in _FUNCTION_SLOTS and isinstance(args[0], FunctionType):
             f = args[0]
             _SET_LOG.append((id(f), f"{f.__module__}.{f.__qualname__}", args[1]))
