@@ -168,8 +168,48 @@ def test_rnn_rows_are_extrapolated_exactly(tmp_path):
     c = count_task(p, ops=True)
     _check_invariants(c, "lstm")
     rows = [o for o in c.ops if o.note]  # the initial state (zeros) is made outside the steps
-    assert rows and all(o.module == "lstm" and "extrapolated to 40 steps" in o.note for o in rows)
-    assert sum(o.calls for o in rows) > 40  # rows stand for the ops of every step
+    # One call of the layer's family, as the GPU's fused cuDNN kernels are one call: its work is
+    # every step's, its traffic the call's own (the input and the weights read, the output written)
+    assert [(o.op, o.module, o.calls) for o in rows] == [("lstm", "lstm", 1)]
+    assert "extrapolated to 40 steps" in rows[0].note
+    lstm = rows[0]
+    assert lstm.flops == c.flops and lstm.simt_flops == c.simt_flops
+    x_bytes, out_bytes = 4 * 4 * 40 * 16, 4 * 4 * 40 * 32
+    assert lstm.read_bytes >= x_bytes + c.param_bytes and lstm.write_bytes >= out_bytes
+    assert lstm.read_bytes + lstm.write_bytes <= c.bytes + 4 * (2 * 2 * 4 * 32) * 2  # + the (h, c) states
+
+
+def test_the_rnn_family_matches_cudnns_fused_kernels(tmp_path):
+    # The GPU's profiled run names the layer's call by its family (its kernels are cuDNN's fused
+    # ones); an aten _cudnn_rnn met outside a family call matches by its mode argument.
+    from roofline_ext.runner.kernel_profile import attach_profile
+    from roofline_ext.tasks.opcounts import match_key, op_family
+
+    p = _task(tmp_path, "gru", """
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gru = nn.GRU(16, 32, num_layers=2)
+            def forward(self, x):
+                return self.gru(x)[0]
+        def get_inputs():
+            return [torch.randn(40, 4, 16)]
+        def get_init_inputs():
+            return []
+    """)
+    result = analyze_task(p, "H200", per_op=True, t_ref_ms=1.0, measured=None)
+    gru = [o for o in result["ops"] if o["module"] == "gru" and o["op"] == "gru"]
+    assert len(gru) == 1 and gru[0]["flops"] > 0
+    prof = {"ops": [{"index": 0, "op": "gru", "module": "gru", "kernels": [["cudnn_rnn_fwd", 0.9]]}],
+            "kernel_sum_ms": 0.9, "outside_ms": 0.0, "kernels": 1, "l2_bytes": 50 << 20}
+    attach_profile(result, prof, l2_tbps=10.0)
+    s = result["kernel_profile"]
+    assert s["unmatched_kernel_ms"] == 0.0 and s["unmatched_profiled_count"] == 0
+    assert op_family("_cudnn_rnn", (None,) * 6 + (3,)) == "gru" and op_family("_cudnn_rnn") == "rnn"
+    assert match_key("_cudnn_rnn") == match_key("gru") == match_key("lstm") == "rnn"
+    # the profiled run (real tensors: every step runs) numbers the layer's call as the count does
+    counted = [(o["op"], o["module"]) for o in result["ops"]]
+    assert [(r["op"], r["module"]) for r in _profiled_numbering(p)] == counted
 
 
 def test_analyze_task_json_and_table(tmp_path):

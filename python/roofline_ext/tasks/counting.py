@@ -228,25 +228,29 @@ def _make_function_mode():
             self.adjust = None     # and its sink: the same dicts, as deltas -> None
             self.mark_read = None  # tensor -> None: read in full (the short runs read a part)
             self.op_counter = None  # per-op counting: a family call's ops are one row (opcounts)
+            self.placeholder = lambda like, shape: like.new_empty(shape)  # the full-length output
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             if func is tensor_cuda:
                 return args[0]
             args, kwargs = _on_cpu(func is tensor_to, args, kwargs or {})
+            family = None
             if self.op_counter is not None:
                 try:
                     family = families.get(func)
                 except TypeError:  # an unhashable callable is no family function
                     family = None
-                if family is not None:
-                    return self._family(family, func, args, kwargs)
             if func in rnn_funcs and self.snapshot is not None and RNN_SHORTCUT:
-                shortcut = self._rnn(func, args, kwargs)
+                shortcut = self._rnn(func, args, kwargs, family)
                 if shortcut is not None:
                     return shortcut
+            if family is not None:
+                return self._family(family, func, args, kwargs)
             return func(*args, **kwargs)
 
         def _family(self, family, func, args, kwargs):
+            if family is None:
+                return func(*args, **kwargs)
             previous = self.op_counter.begin_family(family, args, kwargs)
             out = None
             try:
@@ -255,9 +259,13 @@ def _make_function_mode():
                 self.op_counter.end_family(previous, out)
             return out
 
-        def _rnn(self, func, args, kwargs):
+        def _rnn(self, func, args, kwargs, family=None):
             # Unpacked form only: (input, hx, params, has_biases, num_layers, dropout, train,
-            # bidirectional, batch_first). PackedSequence inputs step through as usual.
+            # bidirectional, batch_first). PackedSequence inputs step through as usual. Counting
+            # per op, each short run is one call of the layer's family (``lstm``, ``gru``...): the
+            # GPU runs the layer as cuDNN's fused kernels where the fake CPU run decomposes it, so
+            # the two match only as one op, and the call's own traffic (input, weights, states,
+            # outputs) is what a fused kernel cannot avoid. The two rows extrapolate to T steps.
             if kwargs or len(args) != 9 or not isinstance(args[2], (list, tuple)):
                 return None
             x, batch_first = args[0], bool(args[8])
@@ -270,16 +278,16 @@ def _make_function_mode():
             # Base points 2 and 3, not 1 and 2: with one step some reshapes are free views that need
             # a copy from two steps on, so counts are affine in T only from T = 2.
             s0 = self.snapshot()
-            func(x.narrow(tdim, 0, 2), *args[1:])
+            self._family(family, func, (x.narrow(tdim, 0, 2), *args[1:]), {})
             s1 = self.snapshot()
-            out = func(x.narrow(tdim, 0, 3), *args[1:])
+            out = self._family(family, func, (x.narrow(tdim, 0, 3), *args[1:]), {})
             s2 = self.snapshot()
             self.adjust(*_rnn_deltas(s0, s1, s2, steps), steps=steps, label=getattr(func, "__name__", "rnn"))
             self.mark_read(x)
             output = out[0]
             shape = list(output.shape)
             shape[tdim] = steps
-            return (output.new_empty(shape), *out[1:])
+            return (self.placeholder(output, shape), *out[1:])
 
     return _FunctionMode()
 
@@ -452,7 +460,7 @@ def _setup(task: Task, model: str, cast) -> tuple[Any, list, list[str]]:
     return module, inputs, notes
 
 
-def _connect_rnn_shortcut(fmode, counter, ops) -> None:
+def _connect_rnn_shortcut(fmode, counter, ops, key) -> None:
     marks: list[int] = []  # where each snapshot left the per-op rows
 
     def snapshot():
@@ -470,7 +478,20 @@ def _connect_rnn_shortcut(fmode, counter, ops) -> None:
         if ops.recorder is not None:
             ops.recorder.extrapolate(marks[-3], marks[-2], steps, label)
 
-    fmode.snapshot, fmode.adjust, fmode.mark_read = snapshot, adjust, ops.mark_read
+    def placeholder(like, shape):
+        # The layer's full-length output: the extrapolated row wrote it (the totals count it as an
+        # output), so it gets no row of its own, nor the "written by no op" row an output no op
+        # wrote gets.
+        recorder, ops.recorder = ops.recorder, None
+        try:
+            out = like.new_empty(shape)
+        finally:
+            ops.recorder = recorder
+        if recorder is not None:
+            recorder.written.add(key(out))
+        return out
+
+    fmode.snapshot, fmode.adjust, fmode.mark_read, fmode.placeholder = snapshot, adjust, ops.mark_read, placeholder
 
 
 def _dtypes(tensors: list) -> tuple[str | None, list[str], str | None]:
@@ -558,7 +579,7 @@ def _run(task: Task, model: str, cast, per_op: bool = False) -> _Run:
                 key.alias(t)
             ops.sources = {**{key(t): "param" for t in state}, **{key(t): "input" for t in input_tensors}}
             counter = FlopCounterMode(display=False, custom_mapping=flopcounter_formulas())
-            _connect_rnn_shortcut(fmode, counter, ops)
+            _connect_rnn_shortcut(fmode, counter, ops, key)
             ops.counting = ops.masks.counting = True
             tracker = ModuleTracker(module) if per_op else None
             if tracker is not None:

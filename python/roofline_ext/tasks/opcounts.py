@@ -27,10 +27,12 @@ groups its ops the same way (``runner/kernel_profile.py``), so the two match wha
 dispatched. An aten op met outside such a call (``torch.compile`` emits aten ops directly, a task
 may call ``torch.ops.aten``) is named by :func:`op_family` from a table of the known variants.
 
-RNN layers are counted from two short runs (``counting._make_function_mode``): their ops are
-recorded too and then replaced by one row per (module, op) of the layer, extrapolated to the full
-sequence the way the totals are (``calls`` says how many ops the row stands for; ``note`` says it
-was extrapolated).
+RNN layers (``torch.lstm``, ``gru``, ``rnn_tanh``, ``rnn_relu``: what ``nn.LSTM``/``GRU``/``RNN``
+call) are family functions too: the GPU runs them as cuDNN's fused kernels, the fake CPU run as
+matmuls and pointwise ops per step, and only the call matches the call. They are counted from two
+short runs (``counting._make_function_mode``), each one family row, replaced by one row per
+(module, op) of the layer, extrapolated to the full sequence the way the totals are (``note`` says
+it was extrapolated).
 """
 from __future__ import annotations
 
@@ -61,6 +63,7 @@ FAMILY_FUNCTIONS = tuple("""
     scaled_dot_product_attention batch_norm instance_norm group_norm layer_norm rms_norm
     conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d
     dropout dropout1d dropout2d dropout3d alpha_dropout feature_alpha_dropout
+    lstm gru rnn_tanh rnn_relu
 """.split())
 
 # Aten ops met outside a family call, by the family they belong to: every backend's form of the
@@ -106,11 +109,22 @@ def _conv_family(name: str, args: tuple | None) -> str:
 
 def op_family(name: str, args: tuple | None = None) -> str:
     """The op a user wrote, for an aten op dispatched outside a family call: every backend's form of
-    attention, batch norm, layer/group/RMS norm, dropout and convolution by its family's name (a
-    convolution by its arguments where they are given); any other op by its own name."""
+    attention, batch norm, layer/group/RMS norm, dropout, convolution and recurrent layer by its
+    family's name (a convolution or a fused RNN by its arguments where they are given); any other
+    op by its own name."""
     if name in _CONVOLUTIONS:
         return _conv_family(name, args)
+    if name in _FUSED_RNNS:
+        mode = args[_FUSED_RNNS[name]] if args and len(args) > _FUSED_RNNS[name] else None
+        return _RNN_MODES.get(mode, "rnn") if isinstance(mode, int) else "rnn"
     return _ATEN_FAMILY.get(name, name)
+
+
+# The fused RNN ops of cuDNN and MIOpen, with the index of their mode argument (cuDNN's numbering:
+# 0 ReLU, 1 tanh, 2 LSTM, 3 GRU).
+_FUSED_RNNS = {"_cudnn_rnn": 6, "miopen_rnn": 6}
+_RNN_MODES = {0: "rnn_relu", 1: "rnn_tanh", 2: "lstm", 3: "gru"}
+_RNN_NAMES = frozenset({"rnn", *_RNN_MODES.values()})
 
 
 _CONV_NAMES = frozenset({"convolution"} | {f"conv{t}{d}d" for t in ("", "_transpose") for d in (1, 2, 3)})
@@ -123,6 +137,8 @@ def match_key(name: str) -> str:
     key = op_family(name).rstrip("_") or name
     if key in _CONV_NAMES:
         return "convolution"
+    if key in _RNN_NAMES:  # a fused RNN op named without its mode is any recurrent layer
+        return "rnn"
     return "batch_norm" if key == "instance_norm" else key
 
 
