@@ -260,36 +260,45 @@ def _make_function_mode():
             return out
 
         def _rnn(self, func, args, kwargs, family=None):
-            # Unpacked form only: (input, hx, params, has_biases, num_layers, dropout, train,
-            # bidirectional, batch_first). PackedSequence inputs step through as usual. Counting
-            # per op, each short run is one call of the layer's family (``lstm``, ``gru``...): the
-            # GPU runs the layer as cuDNN's fused kernels where the fake CPU run decomposes it, so
-            # the two match only as one op, and the call's own traffic (input, weights, states,
-            # outputs) is what a fused kernel cannot avoid. The two rows extrapolate to T steps.
-            if kwargs or len(args) != 9 or not isinstance(args[2], (list, tuple)):
-                return None
-            x, batch_first = args[0], bool(args[8])
-            if not isinstance(x, torch.Tensor) or x.dim() != 3:
-                return None
-            tdim = 1 if batch_first else 0
-            steps = int(x.shape[tdim])
-            if steps <= 4:
-                return None
-            # Base points 2 and 3, not 1 and 2: with one step some reshapes are free views that need
-            # a copy from two steps on, so counts are affine in T only from T = 2.
-            s0 = self.snapshot()
-            self._family(family, func, (x.narrow(tdim, 0, 2), *args[1:]), {})
-            s1 = self.snapshot()
-            out = self._family(family, func, (x.narrow(tdim, 0, 3), *args[1:]), {})
-            s2 = self.snapshot()
-            self.adjust(*_rnn_deltas(s0, s1, s2, steps), steps=steps, label=getattr(func, "__name__", "rnn"))
-            self.mark_read(x)
-            output = out[0]
-            shape = list(output.shape)
-            shape[tdim] = steps
-            return (self.placeholder(output, shape), *out[1:])
+            return _rnn_shortcut(self, func, args, kwargs, family)
 
     return _FunctionMode()
+
+
+def _rnn_shortcut(mode, func, args: tuple, kwargs: dict, family: str | None):
+    """An RNN layer's call (``torch.lstm`` & co.) counted from runs of 2 and 3 steps and extrapolated
+    (``_make_function_mode``), or None where the call is not of the unpacked form with > 4 steps.
+
+    Unpacked form only: (input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+    batch_first); PackedSequence inputs step through as usual. Counting per op, each short run is
+    one call of the layer's family (``lstm``, ``gru``...): the GPU runs the layer as cuDNN's fused
+    kernels where the fake CPU run decomposes it, so the two match only as one op, and the call's
+    own traffic (input, weights, states, outputs) is what a fused kernel cannot avoid. The two rows
+    extrapolate to T steps."""
+    import torch
+
+    if kwargs or len(args) != 9 or not isinstance(args[2], (list, tuple)):
+        return None
+    x, batch_first = args[0], bool(args[8])
+    if not isinstance(x, torch.Tensor) or x.dim() != 3:
+        return None
+    tdim = 1 if batch_first else 0
+    steps = int(x.shape[tdim])
+    if steps <= 4:
+        return None
+    # Base points 2 and 3, not 1 and 2: with one step some reshapes are free views that need a copy
+    # from two steps on, so counts are affine in T only from T = 2.
+    s0 = mode.snapshot()
+    mode._family(family, func, (x.narrow(tdim, 0, 2), *args[1:]), {})
+    s1 = mode.snapshot()
+    out = mode._family(family, func, (x.narrow(tdim, 0, 3), *args[1:]), {})
+    s2 = mode.snapshot()
+    mode.adjust(*_rnn_deltas(s0, s1, s2, steps), steps=steps, label=getattr(func, "__name__", "rnn"))
+    mode.mark_read(x)
+    output = out[0]
+    shape = list(output.shape)
+    shape[tdim] = steps
+    return (mode.placeholder(output, shape), *out[1:])
 
 
 def _on_cpu(is_to: bool, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
