@@ -225,6 +225,26 @@ def test_defaults_set_to_none_are_a_write_too():
         del sys.modules[mod.__name__]
 
 
+def test_a_signal_handler_an_armed_timer_and_exception_hooks_are_seen(monkeypatch):
+    import signal
+
+    guard = Guard.take()
+    was = signal.getsignal(signal.SIGUSR1)
+    signal.signal(signal.SIGUSR1, lambda *a: None)
+    try:
+        assert any("signal handlers changed" in c for c in guard.check("now"))
+    finally:
+        signal.signal(signal.SIGUSR1, was)
+    assert guard.check("restored") == []
+    signal.setitimer(signal.ITIMER_VIRTUAL, 30.0)
+    try:
+        assert any("interval timers armed changed" in c for c in guard.check("now"))
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0.0)
+    monkeypatch.setattr(sys, "unraisablehook", lambda *a: None)
+    assert any("sys.unraisablehook changed" in c for c in guard.check("now"))
+
+
 def test_the_guard_sees_a_new_thread(monkeypatch):
     guard = Guard.take()
     stop = threading.Event()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import gc
 import operator
 import os
+import signal
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -273,7 +274,28 @@ def _hooks() -> dict[str, Any]:
     hooks["gc.callbacks"] = tuple(gc.callbacks)
     if hasattr(threading, "getprofile"):
         hooks["threading.profile"] = threading.getprofile()
+    # A Python signal handler runs between any two bytecodes of the main thread, the judge's own
+    # code included; an interval timer makes it run every few microseconds, so it could patch right
+    # after a check and restore before the next (a namespace rebinding leaves no audit record). The
+    # handlers and whether a timer is armed (its remaining time changes, so not the values) are
+    # part of the fingerprint; so are the hooks Python calls on an exception inside the judge's code
+    # (an exception in a __del__ of the candidate's runs sys.unraisablehook).
+    hooks["signal handlers"] = _signal_handlers()
+    hooks["signal interval timers armed"] = tuple(
+        signal.getitimer(w) != (0.0, 0.0) for w in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF))
+    hooks["sys.excepthook"], hooks["sys.unraisablehook"] = sys.excepthook, sys.unraisablehook
+    hooks["threading.excepthook"] = threading.excepthook
     return hooks
+
+
+def _signal_handlers() -> tuple[Any, ...]:
+    out = []
+    for sig in sorted(signal.valid_signals()):
+        try:
+            out.append(signal.getsignal(sig))
+        except (ValueError, OSError):  # a signal Python cannot report
+            out.append(None)
+    return tuple(out)
 
 
 def _children() -> set[int]:

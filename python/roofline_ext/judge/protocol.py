@@ -281,16 +281,18 @@ class Judge:
             flush()
 
         def fn() -> Any:
+            # One call site for every trial, checked or not: a candidate that reads its caller's
+            # line number (sys._getframe(1).f_lineno) cannot tell the checked trials apart.
             state["n"] += 1
             cap = state["pending"]
-            if cap is None:
-                return candidate(*state["inputs"])
-            if cap.events is not None:
-                cap.events[0].record()
+            events = cap.events if cap is not None else None
+            if events is not None:
+                events[0].record()
             out = candidate(*state["inputs"])
-            if cap.events is not None:
-                cap.events[1].record()
-            state["out"], state["inputs"] = out, args
+            if events is not None:
+                events[1].record()
+            if cap is not None:
+                state["out"], state["inputs"] = out, args
             return out
 
         with self.clock("timed_loop"), torch.no_grad(), candidate_code():
