@@ -51,68 +51,42 @@ except ImportError:
     sys.path.append(str(Path(__file__).resolve().parents[1] / "python"))
 
 from roofline_ext.errors import UserError
-from roofline_ext.measure.energy import (
-    MIN_WINDOW_S,
-    EnergyCounterError,
-    EnergyMeasurement,
-    EnergyReader,
-    measure_energy,
-    probe_counter,
+from roofline_ext.measure.energy import MIN_WINDOW_S, EnergyCounterError, EnergyMeasurement, EnergyReader
+# The measuring itself is the package's (calibration's energy phase runs the same code): the
+# workload loop, the window rule, and the own kernels as workloads. Re-exported under the names
+# this script and its tests have always used.
+from roofline_ext.measure.energy_kernels import (  # noqa: F401
+    DUTY,
+    HBM_PATTERNS,
+    MAX_CALL_S,
+    MIN_KERNEL_S,
+    SEED,
+    TARGET_MS,
+    compute_workload,
+    hbm_workload,
+    own_buffer_bytes,
+    reps_for,
+)
+from roofline_ext.measure.energy_workload import (  # noqa: F401
+    LAG_TARGET,
+    CheckFailed,
+    EnergyWorkload,
+    Unsupported,
+    measure_workload,
+    window_for,
 )
 from roofline_ext.model.energy import COMPUTE_KEYS, MEMORY_KEYS, EnergyCost, EnergyKernel, lowest_costs
 
 #: The issue's repeatability test: max/min - 1 of a figure over the repeats.
 TARGET_SPREAD = 0.03
-#: The counter's lag at the window's two edges is up to one batch (or one update interval, whichever
-#: is shorter) at each edge, uniformly, the two partly cancelling: a standard deviation of
-#: min(g, tau)/sqrt(6) over the window. The window is lengthened until that is this fraction.
-LAG_TARGET = 0.015
-#: Own-kernel calls are sized so that the kernels run this fraction of a call: the rest (allocation,
-#: seeding, the verification every call does) is in the window too, at less than full power.
-DUTY = 0.9
-#: The shortest kernel time per own-kernel call, and the longest call (read's host checksum grows
-#: with the buffer, so its calls are long; a call beyond this is not lengthened further).
-MIN_KERNEL_S = 0.02
-MAX_CALL_S = 2.0
 #: Library peers are batched between synchronisations to about this long: short against the
 #: counter's 100 ms, long against a synchronisation.
 PEER_BATCH_S = 0.02
-#: The own compute kernels' launch length while sizing (the loop trips then stay fixed).
-TARGET_MS = 5.0
 #: Paths in the order a precision's own kernel is chosen: the roof path first.
 PATH_ORDER = ("wgmma", "mma.sync", "simt")
-#: The own HBM patterns and the energy key each one measures.
-HBM_PATTERNS = {"hbm_read": "read", "hbm_write": "write", "hbm_copy": "copy"}
-SEED = 12345
 
-
-class Unsupported(Exception):
-    """This unit cannot run on this GPU or build (the message says why): reported, not failed."""
-
-
-class CheckFailed(Exception):
-    """A peer's output was wrong: its energy must not be counted."""
-
-
-Call = Callable[[], "tuple[float, float | None]"]
-
-
-@dataclass
-class Prepared:
-    """One item set up to be measured.
-
-    ``call()`` runs the work once and returns (work it did, seconds its kernels ran or None);
-    ``sync`` is called after every ``batch`` calls; ``call_s`` is one batch's expected wall time
-    (the window rule needs it); ``check()`` returns why the output is wrong, or None; ``close()``
-    frees what setting up allocated."""
-
-    call: Call
-    sync: Callable[[], object] | None = None
-    batch: int = 1
-    call_s: float = 0.0
-    check: Callable[[], str | None] | None = None
-    close: Callable[[], None] | None = None
-    info: dict[str, Any] = field(default_factory=dict)
+#: One item set up to be measured (the package's workload; the name this script has always used).
+Prepared = EnergyWorkload
 
 
 @dataclass
@@ -156,24 +130,6 @@ def per_word(key: str) -> str:
 # Pure rules
 # --------------------------------------------------------------------------------------------------
 
-def window_for(call_s: float, interval_s: float, floor_s: float = MIN_WINDOW_S, target: float = LAG_TARGET) -> float:
-    """The window for batches of ``call_s`` on a counter stepping every ``interval_s``: at least
-    ``floor_s``, and long enough that the edge lag (sigma = min(g, tau)/sqrt(6)) is ``target`` of it."""
-    lag = min(max(call_s, 0.0), interval_s)
-    return max(floor_s, lag / (math.sqrt(6.0) * target))
-
-
-def reps_for(overhead_s: float, launch_s: float, *, duty: float = DUTY, min_kernel_s: float = MIN_KERNEL_S,
-             max_call_s: float = MAX_CALL_S) -> int:
-    """Launches per own-kernel call: kernels for ``duty`` of the call against its fixed
-    ``overhead_s``, at least ``min_kernel_s`` of them, the call at most ``max_call_s``."""
-    if not (0 < duty < 1) or launch_s <= 0:
-        raise UserError(f"need 0 < duty < 1 and a positive launch time, got {duty!r} and {launch_s!r}")
-    kernel_s = max(overhead_s * duty / (1 - duty), min_kernel_s)
-    kernel_s = min(kernel_s, max(max_call_s - overhead_s, min_kernel_s))
-    return max(1, math.ceil(kernel_s / launch_s - 1e-9))  # not one launch more for a rounding error
-
-
 def spread_stats(values: Sequence[float]) -> dict[str, Any]:
     """Median, min, max and spread (max/min - 1) of one figure over the repeats."""
     if not values:
@@ -188,103 +144,27 @@ def spread_stats(values: Sequence[float]) -> dict[str, Any]:
 # Measuring one item, and the whole set
 # --------------------------------------------------------------------------------------------------
 
-def _failure(exc: Exception) -> str:
-    # The native core's VerificationError (a wrong own kernel) and CheckFailed (a wrong peer) are a
-    # figure that must not count; anything else is an error of the run, not of the kernel.
-    return "failed" if isinstance(exc, CheckFailed) or type(exc).__name__ == "VerificationError" else "error"
-
-
-def _setup(item: Item, repeat: int) -> tuple[Prepared | None, Run | None]:
-    """The item set up and its output checked, or the run that says why it cannot be measured."""
-    try:
-        prepared = item.setup()
-    except Unsupported as exc:
-        return None, Run(item, repeat, "unsupported", str(exc))
-    except Exception as exc:
-        return None, Run(item, repeat, _failure(exc), f"{type(exc).__name__}: {exc}")
-    try:
-        bad = prepared.check() if prepared.check is not None else None
-    except Exception as exc:
-        bad = f"{type(exc).__name__}: {exc}"
-    if bad:
-        _close(prepared)
-        return None, Run(item, repeat, "failed", f"output check before the window: {bad}", info=prepared.info)
-    return prepared, None
-
-
-def _close(prepared: Prepared) -> None:
-    if prepared.close is not None:
-        prepared.close()
-
-
 def measure_item(item: Item, repeat: int, *, reader: EnergyReader, clock: Callable[[], float] = time.perf_counter,
                  sleep: Callable[[float], None] = time.sleep, window_s: float = MIN_WINDOW_S,
                  lag_target: float = LAG_TARGET, idle_s: float = MIN_WINDOW_S,
                  telemetry: Callable[[], ContextManager[Any]] | None = None) -> Run:
-    """Set ``item`` up, probe the idle counter, and measure its calls over one window.
-
-    The work per call is the mean of what the window's own calls reported; J per unit is the
-    energy above idle per call over it (``EnergyKernel.cost``). A peer's output is checked again
+    """Set ``item`` up, probe the idle counter, and measure its calls over one window
+    (``measure_workload``, as calibration's energy phase does); J per unit is the energy above
+    idle per call over the work per call (``EnergyKernel.cost``). A peer's output is checked again
     after the window, and a failure then also drops the figure."""
-    prepared, early = _setup(item, repeat)
-    if early is not None:
-        return early
-    assert prepared is not None
-    done: list[tuple[float, float | None]] = []
-
-    def fn() -> None:
-        done.append(prepared.call())
-
-    try:
-        probe = probe_counter(reader, idle_s=idle_s, clock=clock, sleep=sleep)
-        window = window_for(prepared.call_s, probe.update_interval_s, window_s, lag_target)
-        with (telemetry() if telemetry is not None else _no_telemetry()) as tel:
-            m = measure_energy(fn, reader=reader, sync=prepared.sync, batch=prepared.batch, min_window_s=window,
-                               max_window_s=max(120.0, 4 * window), probe=probe, clock=clock, sleep=sleep)
-        bad = prepared.check() if prepared.check is not None else None
-    except Exception as exc:
-        return Run(item, repeat, _failure(exc), f"{type(exc).__name__}: {exc}", info=prepared.info)
-    finally:
-        _close(prepared)
-    run = Run(item, repeat, "ok", window_rule_s=window, info=prepared.info,
-              telemetry=_telemetry_fields(tel.summary() if tel is not None else None))
-    in_window = done[-m.calls:]
-    run.kernel = EnergyKernel(item.key, item.name, statistics.fmean(w for w, _ in in_window), m, item.origin)
-    kernel_s = [k for _, k in in_window if k is not None]
-    run.duty = sum(kernel_s) / m.window_s if len(kernel_s) == len(in_window) else None
-    if bad:
-        run.status, run.reason = "failed", f"output check after the window: {bad}"
+    w = measure_workload(item.setup, reader=reader, name=item.name, clock=clock, sleep=sleep, window_s=window_s,
+                         lag_target=lag_target, idle_s=idle_s, telemetry=telemetry)
+    run = Run(item, repeat, w.status, w.reason, duty=w.duty, window_rule_s=w.window_rule_s, telemetry=w.telemetry,
+              info=w.info)
+    if w.measurement is None or w.work_per_call is None:
         return run
-    try:
-        run.cost = run.kernel.cost()
-    except UserError as exc:
-        run.status, run.reason = "unresolved", str(exc)
+    run.kernel = EnergyKernel(item.key, item.name, w.work_per_call, w.measurement, item.origin)
+    if w.status == "ok":
+        try:
+            run.cost = run.kernel.cost()
+        except UserError as exc:  # the model's own rule for a cost it cannot take
+            run.status, run.reason = "unresolved", str(exc)
     return run
-
-
-class _no_telemetry:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _telemetry_fields(summary: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """What the package's sampler saw during the window (median power, clocks, temperature, the
-    clock-event reasons by name); None where it could not sample."""
-    if not summary:
-        return None
-
-    def median(key: str) -> float | None:
-        v = summary.get(key)
-        return v.get("median") if isinstance(v, Mapping) else None
-
-    return {"power_w": median("power_w"), "sm_clock_mhz": median("sm_clock_mhz"),
-            "mem_clock_mhz": median("mem_clock_mhz"), "temperature_c": median("temperature_c"),
-            "throttle_reasons": list(summary.get("throttle_reasons") or []),
-            "slowdown": list(summary.get("slowdown") or []), "samples": summary.get("samples"),
-            "power_w_range": summary.get("power_w"), "sm_clock_mhz_range": summary.get("sm_clock_mhz")}
 
 
 def run_all(items: Sequence[Item], repeats: int, *, report: Callable[[Run, int], None] | None = None,
@@ -405,89 +285,18 @@ def chart(runs: Sequence[Run], path: str | Path, *, title: str, subtitle: str = 
 # Own kernels, through the native core (any object with the core's compute_* / bandwidth_run)
 # --------------------------------------------------------------------------------------------------
 
-#: Launches of each sizing call: enough for a per-launch time, few enough to be quick.
-_SIZING_REPS = 3
-
-
-def _require_passed(result: Mapping[str, Any], what: str) -> None:
-    # The core raises VerificationError on wrong output; a result that still says "not passed"
-    # (a future core, a fake) must not be counted either.
-    if not (result.get("verification") or {}).get("passed"):
-        raise CheckFailed(f"{what}: the kernel's own verification did not pass ({result.get('verification')})")
-
-
-def _sized(once: Callable[[int], tuple[float, float, Mapping[str, Any]]], clock: Callable[[], float],
-           duty: float) -> tuple[int, dict[str, Any]]:
-    """Launches per call for ``once(reps) -> (work, kernel seconds, result)``: two small calls (the
-    first pays one-time costs) give the launch time and the call's fixed overhead."""
-    for _ in range(2):
-        t0 = clock()
-        _, kernel_s, result = once(_SIZING_REPS)
-        wall = clock() - t0
-    launch_s = kernel_s / _SIZING_REPS
-    overhead = max(wall - kernel_s, 0.0)
-    reps = reps_for(overhead, launch_s, duty=duty)
-    return reps, {"reps_per_call": reps, "launch_ms": launch_s * 1e3, "overhead_s": overhead,
-                  "call_s": overhead + reps * launch_s, "expected_duty": reps * launch_s / (overhead + reps * launch_s),
-                  "sizing_result": {k: result.get(k) for k in ("config", "instruction", "iterations", "grid", "block",
-                                                               "buffer_bytes", "kernel_clock_mhz")}}
-
-
 def own_compute_setup(core: Any, device: int, precision: str, path: str, *, clock: Callable[[], float] = time.perf_counter,
                       duty: float = DUTY) -> Prepared:
-    """The core's verified kernel of (precision, path), loop trips fixed by a first sized launch
-    (as calibration's sustained phase runs it); each call is one ``compute_run``, and its work is
-    ``flop_per_launch`` x the launches it timed (no untimed warm-up: the window's own warm-up call
-    warms the card)."""
-    from roofline_ext.measure.compute import DEFAULT_CONFIGS
-
-    cfg = dict(DEFAULT_CONFIGS[path][0])
-    first = core.compute_run(device, precision, path, reps=_SIZING_REPS, warmup=1, target_ms=TARGET_MS, **cfg)
-    _require_passed(first, f"{precision} {path}")
-    iterations = int(first["iterations"])
-
-    def once(reps: int) -> tuple[float, float, Mapping[str, Any]]:
-        r = core.compute_run(device, precision, path, reps=reps, warmup=0, iterations=iterations, **cfg)
-        _require_passed(r, f"{precision} {path}")
-        # compute_run names its per-launch times "ms" (bandwidth_run: "times_ms"; csrc/compute_bindings.cpp)
-        return float(r["flop_per_launch"]) * int(r["reps"]), sum(r["ms"]) * 1e-3, r
-
-    reps, info = _sized(once, clock, duty)
-
-    def call() -> tuple[float, float | None]:
-        work, kernel_s, _ = once(reps)
-        return work, kernel_s
-
-    info.update(path=path, config=cfg, iterations=iterations, flop_per_launch=first["flop_per_launch"],
-                instruction=first.get("instruction"))
-    return Prepared(call=call, call_s=info["call_s"], info=info)
+    """The core's verified kernel of (precision, path) on its first default configuration
+    (``measure.energy_kernels.compute_workload``, what calibration's energy phase runs)."""
+    return compute_workload(core, device, precision, path, clock=clock, duty=duty)
 
 
 def own_hbm_setup(core: Any, device: int, pattern: str, buffer_bytes: int, *,
                   clock: Callable[[], float] = time.perf_counter, duty: float = DUTY) -> Prepared:
-    """The core's verified HBM pattern kernel on buffers of ``buffer_bytes``, the first of its
-    default configurations; each call is one ``bandwidth_run`` (allocation, seeding, the launches,
-    the check), and its work is ``bytes_per_launch`` (read N, write N, copy 2N) x its launches."""
-    from roofline_ext.measure.bandwidth import CONFIG_KEYS, DEFAULT_CONFIGS
-
-    cfg = {k: v for k, v in DEFAULT_CONFIGS[pattern][0].items() if k in CONFIG_KEYS}
-
-    def once(reps: int) -> tuple[float, float, Mapping[str, Any]]:
-        row = core.bandwidth_run(device, pattern, int(buffer_bytes), int(reps), 0, [cfg], SEED)[0]
-        if row.get("skipped"):
-            raise Unsupported(f"{pattern} {cfg}: {row['skipped']}")
-        _require_passed(row, f"HBM {pattern}")
-        launches = int(row.get("warmup") or 0) + int(row["reps"])
-        return float(row["bytes_per_launch"]) * launches, sum(row["times_ms"]) * 1e-3, row
-
-    reps, info = _sized(once, clock, duty)
-
-    def call() -> tuple[float, float | None]:
-        work, kernel_s, _ = once(reps)
-        return work, kernel_s
-
-    info.update(pattern=pattern, config=cfg, buffer_bytes=int(buffer_bytes))
-    return Prepared(call=call, call_s=info["call_s"], info=info)
+    """The core's verified HBM pattern kernel, its first default configuration
+    (``measure.energy_kernels.hbm_workload``, what calibration's energy phase runs)."""
+    return hbm_workload(core, device, pattern, buffer_bytes, clock=clock, duty=duty)
 
 
 def _refuse(reason: str) -> Callable[[], Prepared]:
@@ -764,8 +573,7 @@ def open_gpu(index: int) -> Gpu:
 
 def ordered_items(gpu: Gpu, args: argparse.Namespace) -> list[Item]:
     """Own kernel first, then its library peers, unit by unit; ``--only`` keeps some keys."""
-    l2 = int(gpu.facts.get("l2_bytes") or 0)
-    own_bytes = (args.own_buffer_mib << 20) if args.own_buffer_mib else max(16 * l2, 1 << 30) >> 20 << 20
+    own_bytes = (args.own_buffer_mib << 20) if args.own_buffer_mib else own_buffer_bytes(gpu.facts.get("l2_bytes"))
     own = own_items(gpu.core, args.device, unusable=gpu.core_reason, buffer_bytes=own_bytes, duty=args.duty)
     peers = peer_items(gpu.torch, args.device, unusable=gpu.torch_reason, gemm_n=args.gemm_n,
                        nbytes=int(args.peer_gib * 2**30) >> 20 << 20)

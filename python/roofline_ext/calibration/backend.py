@@ -7,6 +7,7 @@ measurement agree; only how often and how long they run differs.
 """
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, ContextManager, Mapping, Protocol, cast
 
 from ..device.listing import device as get_device
@@ -38,10 +39,20 @@ class Backend(Protocol):
     # Optional: a telemetry sample's clock-event bitmask as names, for flagging throttled sustained
     # calls (without it, only low clocks flag).
     def reason_names(self, mask: int) -> list[str]: ...
+    # Optional (calibration/energy_phase.py skips energy, saying so, for a backend without them): the
+    # board's energy counter (raises EnergyCounterError with the reason), and one unit's own kernel
+    # as an energy workload from the phase's plan.
+    def energy_counter(self, device: int, dev: Any) -> Any: ...
+    def energy_workload(self, device: int, dev: Any, key: str, spec: Mapping[str, Any], *,
+                        clock: Callable[[], float] = ...) -> Any: ...
 
 
 class NativeBackend:
-    """The native core, through the device and measurement layers."""
+    """The native core, through the device and measurement layers. ``core``: the native module to
+    run the energy workloads on (default: the device layer's; tests pass a fake core)."""
+
+    def __init__(self, core: Any = None) -> None:
+        self._core = core
 
     def require(self, device: int) -> Availability:
         return require_measurement(device)
@@ -110,6 +121,30 @@ class NativeBackend:
         from ..measure.hostlink import DEFAULT_REPS, measure_hostlink
 
         return measure_hostlink(device, reps=10 if quick else DEFAULT_REPS)
+
+    def energy_counter(self, device: int, dev: Any) -> Any:
+        """NVML's total-energy counter of the card, found by its PCI bus id (``measure/energy.py``);
+        raises ``EnergyCounterError`` with the one-line reason when it cannot be read."""
+        from ..measure.energy import EnergyCounterError, NvmlEnergyReader
+
+        bus = getattr(dev, "pci_bus_id", None)
+        if not bus:
+            raise EnergyCounterError(f"no PCI bus id for CUDA device {device}: the energy counter cannot be found")
+        return NvmlEnergyReader(str(bus))
+
+    def energy_workload(self, device: int, dev: Any, key: str, spec: Mapping[str, Any], *,
+                        clock: Callable[[], float] = time.perf_counter) -> Any:
+        """One unit's own verified kernel as an energy workload (``measure/energy_kernels.py``), as
+        ``calibration.energy_phase.plan`` chose it; ``clock`` times its sizing calls."""
+        from ..device.status import core
+        from ..measure.energy_kernels import compute_workload, hbm_workload
+
+        native = self._core if self._core is not None else core()
+        if spec["kind"] == "hbm":
+            return hbm_workload(native, device, spec["pattern"], int(spec["buffer_bytes"]), config=spec.get("config"),
+                                clock=clock)
+        return compute_workload(native, device, spec["precision"], spec["path"], config=spec.get("config"),
+                                clock=clock)
 
     def sustained_runner(self, device: int, family: str, burst: Mapping[str, Any], dev: Any) -> Callable[[int], Any]:
         """``run_once(reps) -> figure`` for one unit family: the burst winner's kernel and configuration,

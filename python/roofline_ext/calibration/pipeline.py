@@ -14,6 +14,11 @@ A calibration is one JSON-able dict (``calibrate()`` makes it, ``save()`` caches
 - ``sustained`` (full calibrations only): each unit family (HBM, the SIMT pipes, the tensor cores)
   run back to back for ``sustained_s`` seconds, the figure taken once clocks settled, with the SM
   clock, memory clock, power and temperature it was reached at;
+- ``energy``: the sustained phase's energy part (``energy_phase.py``): J per FLOP of every precision
+  and J per byte of HBM read, write and copy from the tool's own kernels, and the idle power, each
+  with the power, clocks and reasons seen, the counter's resolution and interval, and an
+  uncertainty; or ``{"status": "skipped", "reason": ...}`` (a quick calibration, ``energy=False``,
+  no sustained phase, no energy counter);
 - ``peaks``: ``{"burst": {...}, "sustained": {...}}``, the flat mapping ``roofline(measured=...)``
   takes (``bandwidth_tbps``, ``l2_bandwidth_tbps`` in TB/s; ``fp32`` ... ``int8`` in TFLOP/s or TOPS);
 - ``warnings``: every reason the figures may not be trusted (other processes, clocks not at boost,
@@ -44,6 +49,7 @@ from ..peaks.datasheet import lookup
 from ..peaks.derived import clock_derived_bandwidth, clock_derived_peak
 from ..peaks.units import ENTRY_KEYS, UNITS, peak_key, short_label
 from .backend import Backend, NativeBackend
+from .energy_phase import energy_phase, estimated_s, skipped
 from .sustained import median_of, sustain
 from .trust import entry_warnings, start_warnings
 
@@ -346,7 +352,8 @@ def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFA
               progress: Callable[[float, float, str], None] | None = None,
               families: Sequence[str] = SUSTAINED_FAMILIES,
               precisions: Sequence[str] | None = None, backend: Backend | None = None,
-              budget_s: float | None = None, clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+              budget_s: float | None = None, clock: Callable[[], float] = time.monotonic,
+              energy: bool = True) -> dict[str, Any]:
     """Measure GPU ``device`` (CUDA index) and return the calibration as a JSON-ready dict.
 
     ``quick``: HBM bandwidth and FP32/TF32/FP16/BF16 only, no L2, no sustained phase (seconds).
@@ -358,6 +365,10 @@ def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFA
     (``FULL_BUDGET_S`` is the CLI's default); the sustained window then shrinks, if the burst phase
     left too little time, to fit (never below ``MIN_SUSTAINED_S``); None runs ``sustained_s`` as
     asked. ``timing`` in the result records each phase's wall seconds, the totals and the budget.
+    ``energy``: measure each unit's energy per FLOP / per byte and the idle power after the
+    sustained units (``energy_phase.py``; about a minute on an H200, taken off the sustained window
+    when a budget is set); False records it as skipped on request. Quick calibrations and a skipped
+    sustained phase measure no energy either, and say so in the ``energy`` section.
     Raises ``GpuUnavailableError`` when the device cannot be measured, ``UserError`` for a bad
     index. Nothing is cached here: ``peaks.cache.save()`` does that.
     """
@@ -368,12 +379,13 @@ def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFA
     state = _state(backend, dev)
     precs = tuple(precisions) if precisions else (QUICK_PRECISIONS if quick else FULL_PRECISIONS)
     families = tuple(families) if (not quick and sustained_s and sustained_s > 0) else ()
-    # Rough seconds per step, only for the progress bar.
+    measure_energy = bool(families) and energy
+    # Rough seconds per step, only for the progress bar (and, for energy, the budget).
     weights = {"bw": 3.0 if quick else 14.0, "prec": 1.5 if quick else 3.0, "sus": float(sustained_s) + 2.0,
-               "smem": 0.0 if quick else 1.0}
+               "smem": 0.0 if quick else 1.0, "energy": estimated_s() if measure_energy else 0.0}
     weights["link"] = 1.0 if hasattr(backend, "measure_hostlink") else 0.0
     total = (weights["bw"] + weights["smem"] + weights["link"] + weights["prec"] * len(precs)
-             + weights["sus"] * len(families))
+             + weights["sus"] * len(families) + weights["energy"])
     run = _Run(backend, device, dev, lookup(dev.name), quick,
                _Steps(progress, total, prefix=f"{'quick' if quick else 'full'} calibration: "), weights)
     run.trust = start_warnings(dev, state)
@@ -383,20 +395,25 @@ def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFA
     burst_s = clock() - t_burst
     window = float(sustained_s)
     if families and budget_s is not None:
-        window = _fit_window(window, budget_s - (clock() - t_start), len(families))
+        # The energy part follows the units in the same budget: its time comes off their window.
+        window = _fit_window(window, budget_s - (clock() - t_start) - weights["energy"], len(families))
     t_sus = clock()
     sustained = _sustained_phase(run, families, window) if families else None
     sustained_wall = clock() - t_sus if families else 0.0
     if sustained is not None:
         sustained["requested_s"] = float(sustained_s)
+    t_energy = clock()
+    energy_section = _energy(run, bool(families), energy)
+    energy_wall = clock() - t_energy
     end_state = _state(backend, dev)
     run.trust += _end_warnings(run, state, end_state, sustained, window)
-    cal = _document(run, avail, state, end_state, sustained)
+    cal = _document(run, avail, state, end_state, sustained, energy_section)
     total = clock() - t_start
     cal["wall_s"] = round(total, 2)
     limit = budget_s if budget_s is not None else (QUICK_BUDGET_S if quick else None)
     cal["timing"] = {"phases_s": dict(run.phases), "burst_s": round(burst_s, 3),
                      "sustained_s": round(sustained_wall, 3), "sustained_window_s": window if families else None,
+                     "energy_s": round(energy_wall, 3),
                      "total_s": round(total, 3), "budget_s": limit,
                      "within_budget": None if limit is None else total <= limit}
     if limit is not None and total > limit:
@@ -494,6 +511,22 @@ def _sustained_phase(run: _Run, families: Sequence[str], seconds: float) -> dict
     return sustained
 
 
+def _energy(run: _Run, sustained_ran: bool, wanted: bool) -> dict[str, Any]:
+    """The sustained phase's energy part (``energy_phase.py``), or the reason it was skipped."""
+    if run.quick:
+        return skipped("a quick calibration measures no energy (a full one does)")
+    if not sustained_ran:
+        return skipped("the sustained phase did not run (--sustained 0), and energy is measured in it")
+    if not wanted:
+        return skipped("skipped on request (--no-energy)")
+    with run.steps.step("energy per FLOP and per byte", run.weights["energy"]) as update, \
+            _timed(run.phases, "energy"):
+        section, warnings = energy_phase(run.backend, run.device, run.dev, run.entries, run.unsupported,
+                                         progress=lambda fraction, what: update(fraction, what))
+    run.trust += warnings
+    return section
+
+
 def _end_warnings(run: _Run, state: Mapping[str, Any], end_state: Mapping[str, Any],
                   sustained: Mapping[str, Any] | None, seconds: float) -> list[str]:
     out = []
@@ -512,7 +545,7 @@ def _end_warnings(run: _Run, state: Mapping[str, Any], end_state: Mapping[str, A
 
 
 def _document(run: _Run, avail: Any, state: dict[str, Any], end_state: dict[str, Any],
-              sustained: dict[str, Any] | None) -> dict[str, Any]:
+              sustained: dict[str, Any] | None, energy: dict[str, Any]) -> dict[str, Any]:
     """The calibration as the JSON the cache keeps (``raw`` goes to a file of its own there)."""
     from .._version import __version__
 
@@ -536,6 +569,8 @@ def _document(run: _Run, avail: Any, state: dict[str, Any], end_state: dict[str,
         "burst": {"entries": {k: run.entries[k] for k in ENTRY_KEYS + EXTRA_ENTRY_KEYS if k in run.entries},
                   "unsupported": run.unsupported},
         "sustained": sustained,
+        # Energy per unit of work (J/FLOP, J/byte) and idle power, or why not measured; not a peak.
+        "energy": energy,
         # Not a roof of the roofline (no kernel's floor uses it), so not in ``peaks``: its own section.
         "hostlink": run.hostlink,
         "peaks": {"burst": _peak_mapping(run.entries)},

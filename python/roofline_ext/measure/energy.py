@@ -288,6 +288,15 @@ class CounterProbe:
     poll_gap_s: float
     updates: int
 
+    @property
+    def idle_uncertainty_w(self) -> float:
+        """The idle power's counter-reading uncertainty, σ_idle of :func:`window_uncertainty`:
+        (r + P_idle × min(g_idle, τ)) / W_idle."""
+        return (self.resolution_j + self.idle_w * min(self.poll_gap_s, self.update_interval_s)) / self.idle_window_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "idle_uncertainty_w": self.idle_uncertainty_w}
+
 
 def probe_counter(reader: EnergyReader, *, idle_s: float = MIN_WINDOW_S, clock: Callable[[], float] = time.perf_counter,
                   sleep: Callable[[float], None] = time.sleep, poll_s: float = POLL_S,

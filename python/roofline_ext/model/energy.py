@@ -45,6 +45,7 @@ from typing import Any
 from ..errors import UserError
 from ..measure.compute import PRECISIONS
 from ..measure.energy import EnergyMeasurement
+from ..peaks.record import CalibrationRecord
 from ..peaks.units import UNITS
 from .floors import compute_unit_for_dtype
 from .results import RooflineResult
@@ -195,7 +196,7 @@ class EnergyCosts:
         if cost is None:
             have = ", ".join(sorted(self.costs)) or "none"
             raise UserError(f"no measured energy per {_unit_word(key)} for {key} (have: {have}); measure it "
-                            "first (benchmarks/energy_roofline.py; calibration does not measure energy yet)")
+                            "first (a full 'roofline-ext calibrate', or benchmarks/energy_roofline.py)")
         return cost
 
     def to_dict(self) -> dict[str, Any]:
@@ -205,10 +206,17 @@ class EnergyCosts:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> EnergyCosts:
-        """What :meth:`to_dict` wrote (benchmarks/energy_roofline.py's ``costs``), validated as
-        costs handed in are: a missing field or a bad number is one ``UserError`` line."""
+        """What :meth:`to_dict` wrote (benchmarks/energy_roofline.py's ``costs``), or a calibration
+        document with an ``energy`` section (:meth:`from_calibration`: the cache file, or
+        ``calibrate --json``), validated as costs handed in are: a missing field or a bad number is
+        one ``UserError`` line."""
+        # A calibration (by its kind, or by the sections only a calibration has): its energy part.
+        if isinstance(d, Mapping) and "costs" not in d and (
+                d.get("kind") == "roofline_ext.calibration" or "energy" in d or {"gpu", "peaks"} <= set(d)):
+            return cls.from_calibration(d)
         if not isinstance(d, Mapping) or not isinstance(d.get("costs"), Mapping):
-            raise UserError("energy costs: expected an object with a 'costs' mapping (the benchmark's JSON)")
+            raise UserError("energy costs: expected an object with a 'costs' mapping (the benchmark's JSON) "
+                            "or a calibration with an 'energy' section")
 
         def cost(c: Any) -> EnergyCost:
             if not isinstance(c, Mapping):
@@ -222,6 +230,38 @@ class EnergyCosts:
 
         considered = {k: tuple(cost(c) for c in v) for k, v in (d.get("considered") or {}).items()}
         return cls(costs={k: cost(c) for k, c in d["costs"].items()}, idle_w=d.get("idle_w"), considered=considered)
+
+    @classmethod
+    def from_calibration(cls, cal: Mapping[str, Any] | CalibrationRecord) -> EnergyCosts:
+        """The costs a calibration's energy part measured (``energy`` of ``calibrate()``'s document):
+        per unit its own kernel's J per unit above idle, with the uncertainty and whole-board figure,
+        and the idle power measured at the start of the phase. Only figures that counted become costs;
+        a calibration whose energy was skipped, failed or never measured (one cached before the phase
+        existed) is a ``UserError`` saying which.
+
+        These are the tool's own kernels only. ``lowest_costs`` of a benchmark run also weighs
+        library products in, and on the H200 (2026-12-02) torch ``fill_`` wrote a constant at 61
+        pJ/byte against the own write kernel's 135 (hash words): with calibration costs, a task
+        that writes a constant can come out below its energy floor (docs/energy.md)."""
+        record = cal if isinstance(cal, CalibrationRecord) else CalibrationRecord.read(cal)
+        section = record.energy
+        where = f"the calibration of {record.gpu.name or 'a GPU'} ({record.date or 'undated'})"
+        if section is None:
+            raise UserError(f"{where} has no energy part (made before calibration measured energy, or a quick one); "
+                            "run a full 'roofline-ext calibrate'")
+        if section.status == "skipped":
+            raise UserError(f"{where} measured no energy: {section.reason}")
+        counted = section.counted()
+        if not counted:
+            why = "; ".join(f"{k}: {e.status}: {e.reason}" for k, e in section.entries.items()) or "no entries"
+            raise UserError(f"{where} has no energy figure that counted ({why})")
+        costs: dict[str, EnergyCost] = {}
+        for key, e in counted.items():
+            costs[key] = EnergyCost(key=key, j_per_unit=_number(f"{key} energy per unit", e.j_per_unit),
+                                    uncertainty=_number(f"{key} energy uncertainty", e.uncertainty),
+                                    source=f"{e.source or key} (calibration {record.date or 'undated'})",
+                                    origin="own", j_total_per_unit=e.j_total_per_unit)
+        return cls(costs=costs, idle_w=section.idle_w, considered={k: (c,) for k, c in costs.items()})
 
 
 def lowest_costs(measured: Iterable[EnergyCost | EnergyKernel], idle_w: float | None = None) -> EnergyCosts:
@@ -277,7 +317,7 @@ def memory_energy(costs: EnergyCosts, nbytes: float, read_bytes: float | None = 
         return (), "no bytes"
     if not hbm:
         raise UserError("no measured energy per byte for any HBM pattern (hbm_read, hbm_write, hbm_copy); "
-                        "measure it first (benchmarks/energy_roofline.py; calibration does not measure energy yet)")
+                        "measure it first (a full 'roofline-ext calibrate', or benchmarks/energy_roofline.py)")
     cheapest = min(hbm.values(), key=lambda c: c.j_per_unit)
     if read_bytes is None or write_bytes is None or read_bytes + write_bytes <= 0:
         return (_term(cheapest, nbytes),), f"every byte at the cheapest measured HBM pattern ({cheapest.key})"

@@ -32,11 +32,12 @@ from .measured import MeasuredPeaks
 # Re-exported: the schema version, the regimes, the bounds and the shape are the record's, and
 # callers have always found them here.
 from .record import (MIN_PEAK, REGIMES, SCHEMA_VERSION, SHAPE, CalibrationError, CalibrationRecord,  # noqa: F401
-                     problem_of)
+                     EnergySection, problem_of)
 
 __all__ = [
     "SCHEMA_VERSION", "REGIMES", "CACHE_ENV", "cache_dir", "cache_path", "raw_path", "save", "load",
-    "load_file", "load_record", "load_record_file", "list_cached", "find_cached", "cached_peaks", "validate", "warn",
+    "load_file", "load_record", "load_record_file", "list_cached", "find_cached", "cached_peaks", "cached_energy",
+    "validate", "warn",
 ]
 
 #: Environment variable that moves the cache (tests, shared lab machines, read-only homes).
@@ -284,3 +285,12 @@ def cached_peaks(*, uuid: str | None = None, gpu_name: str | None = None,
              f"{cal.get('mode', '?')}, {cal.get('date', '?')}) has no sustained figures; run "
              "'roofline-ext calibrate' (full) to measure them")
     return peaks
+
+
+def cached_energy(*, uuid: str | None = None, gpu_name: str | None = None) -> EnergySection | None:
+    """The energy part of the cached calibration of a GPU (matched as :func:`cached_peaks` matches),
+    or None when nothing is cached or the calibration has none (cached before calibration measured
+    energy: such a file loads as it always did). A section that says ``skipped`` is returned as is,
+    so the caller can say why; ``model.energy.EnergyCosts.from_calibration`` makes costs of it."""
+    cal = find_cached(uuid=uuid, gpu_name=gpu_name)
+    return CalibrationRecord.read(cal).energy if cal is not None else None

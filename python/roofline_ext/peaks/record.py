@@ -17,9 +17,16 @@ and the cache validated it in a function of its own. Here the two meet:
   JSON keys are its interface with files already on disk; the record must never rename one.
 
 The sub-records (:class:`GpuRecord`, :class:`BurstEntry`, :class:`SustainedEntry`,
-:class:`MixEnvelope`, :class:`HostLinkEntry`, :class:`HostLinkSection`) hold the figures as stored:
+:class:`MixEnvelope`, :class:`HostLinkEntry`, :class:`HostLinkSection`, :class:`EnergySection` and
+its :class:`EnergyEntry`) hold the figures as stored:
 a number stays the int or float the file had (the reports print it as written), a value of the
 wrong type reads as None.
+
+The ``energy`` section (the sustained phase's energy part, ``calibration/energy_phase.py``) came
+after schema 1 was fixed and is optional within it: a calibration cached before it has no
+``energy`` key and reads as before (``energy`` is None), one that skipped it says why. Its
+measured figures are held to the rule peaks are held to: a J per unit that is not a finite positive
+number makes the file unusable, since an energy floor would be built on it.
 """
 from __future__ import annotations
 
@@ -36,7 +43,7 @@ from .units import PEAK_KEYS, ROOFLINE_PEAK_KEYS, UNITS, entry_key
 __all__ = [
     "SCHEMA_VERSION", "REGIMES", "MIN_PEAK", "CEILING_MARGIN", "SHAPE", "CalibrationError", "problem_of",
     "GpuRecord", "BurstEntry", "SustainedEntry", "MixEnvelope", "HostLinkEntry", "HostLinkSection",
-    "CalibrationRecord",
+    "EnergyEntry", "EnergySection", "MAX_J_PER_UNIT", "CalibrationRecord",
 ]
 
 #: Bumped whenever the layout of a calibration changes incompatibly; older files are then ignored
@@ -54,6 +61,15 @@ MIN_PEAK = 1e-3
 #: boost clock a little above the nominal one, never a card faster than its silicon.
 CEILING_MARGIN = 1.10
 
+#: No unit of work costs this much (J per FLOP or per byte; an H200 spends ~1e-11 on an FP64 FLOP
+#: and ~1e-10 on an HBM byte): a larger figure is a broken file, not a card.
+MAX_J_PER_UNIT = 1e-6
+
+_ENERGY_ENTRY = {"status": str, "reason": str, "label": str, "per": str, "unit": str, "source": str, "path": str,
+                 "j_per_unit": NUMBER, "j_total_per_unit": NUMBER, "uncertainty": NUMBER,
+                 "relative_uncertainty": NUMBER, "power_w": NUMBER, "idle_w": NUMBER, "window_s": NUMBER,
+                 "resolution_j": NUMBER, "update_interval_s": NUMBER, "sm_clock_mhz": NUMBER,
+                 "mem_clock_mhz": NUMBER, "temperature_c": NUMBER, "kernel_duty": NUMBER, "throttle_reasons": [str]}
 _ENTRY = {"value": NUMBER, "best": NUMBER, "cv": NUMBER, "clock_derived": NUMBER, "clock_derived_max": NUMBER,
           "ratio_to_burst": NUMBER, "label": str, "unit": str, "path": str, "points": {"*": NUMBER},
           "sm_clock_mhz": NUMBER, "mem_clock_mhz": NUMBER, "power_w": NUMBER, "fraction_of_datasheet": NUMBER,
@@ -69,6 +85,9 @@ SHAPE = {
     "hostlink": {"h2d": {"value": NUMBER, "cv": NUMBER, "label": str},
                  "d2h": {"value": NUMBER, "cv": NUMBER, "label": str}, "link": {}},
     "datasheet": {"peaks": {"*": NUMBER}},
+    "energy": {"status": str, "reason": str, "entries": {"*": _ENERGY_ENTRY},
+               "idle": {"power_w": NUMBER, "uncertainty_w": NUMBER, "window_s": NUMBER},
+               "counter": {"update_interval_s": NUMBER, "resolution_j": NUMBER}},
     "timing": {"total_s": NUMBER, "budget_s": NUMBER, "burst_s": NUMBER, "sustained_s": NUMBER}, "warnings": [str],
 }
 
@@ -135,8 +154,27 @@ def problem_of(cal: Any) -> str | None:
             if value is not None and ceiling is not None and value > CEILING_MARGIN * ceiling:
                 return (f"peaks.{regime}.{key} = {value:g} is above its clock-derived ceiling "
                         f"{ceiling:g} (+10%), which no card reaches")
-    # Last, so that the peaks' own rules say what is wrong with a peak: the shape of everything else.
-    return problem(cal, SHAPE)
+    # Then the shape of everything else (so that the peaks' own rules say what is wrong with a peak),
+    # and last the energy figures' own rule, on a section whose shape is known by then.
+    return problem(cal, SHAPE) or _energy_problem(cal.get("energy"))
+
+
+def _energy_problem(section: Any) -> str | None:
+    """Why a calibration's ``energy`` section cannot be built on, or None: every figure that
+    counted (status "ok") needs a finite positive J per unit below :data:`MAX_J_PER_UNIT` and a
+    finite non-negative uncertainty (a free or infinite unit would make every floor meaningless)."""
+    if not isinstance(section, dict):
+        return None
+    for key, e in (section.get("entries") or {}).items():
+        if not isinstance(e, dict) or e.get("status") != "ok":
+            continue
+        j = e.get("j_per_unit")
+        if not _is_peak(j) or j > MAX_J_PER_UNIT:
+            return f"energy.entries.{key}.j_per_unit is {j!r}, not a finite positive energy per unit of work"
+        u = e.get("uncertainty")
+        if not (isinstance(u, (int, float)) and not isinstance(u, bool) and math.isfinite(u) and u >= 0):
+            return f"energy.entries.{key}.uncertainty is {u!r}, not a finite non-negative number"
+    return None
 
 
 def _ceiling(cal: Mapping[str, Any], regime: str, key: str) -> float | None:
@@ -379,6 +417,92 @@ class HostLinkSection:
         return self.h2d if name == "h2d" else self.d2h if name == "d2h" else None
 
 
+@dataclass(frozen=True)
+class EnergyEntry:
+    """One unit's energy per unit of work (``energy.entries.<key>``: fp64 ... int8, hbm_read,
+    hbm_write, hbm_copy): above idle and whole-board, the uncertainty, the kernel, and what the
+    counter and the telemetry saw during its window. ``status`` is "ok" only for a figure that
+    counted; otherwise ``reason`` says why not (unsupported, failed, unresolved, error)."""
+
+    key: str
+    status: str | None = None
+    reason: str | None = None
+    label: str | None = None
+    per: str | None = None
+    source: str | None = None
+    path: str | None = None
+    j_per_unit: float | None = None
+    j_total_per_unit: float | None = None
+    uncertainty: float | None = None
+    relative_uncertainty: float | None = None
+    power_w: float | None = None
+    idle_w: float | None = None
+    window_s: float | None = None
+    resolution_j: float | None = None
+    update_interval_s: float | None = None
+    sm_clock_mhz: float | None = None
+    mem_clock_mhz: float | None = None
+    temperature_c: float | None = None
+    kernel_duty: float | None = None
+    throttle_reasons: tuple[str, ...] = ()
+    doc: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, repr=False)
+
+    @classmethod
+    def read(cls, key: str, doc: Mapping[str, Any]) -> EnergyEntry:
+        numbers = ("j_per_unit", "j_total_per_unit", "uncertainty", "relative_uncertainty", "power_w", "idle_w",
+                   "window_s", "resolution_j", "update_interval_s", "sm_clock_mhz", "mem_clock_mhz",
+                   "temperature_c", "kernel_duty")
+        reasons = doc.get("throttle_reasons")
+        fields: dict[str, Any] = {k: _number(doc.get(k)) for k in numbers}
+        fields.update({k: _text(doc.get(k)) for k in ("status", "reason", "label", "per", "source", "path")})
+        return cls(key=key, **fields,
+                   throttle_reasons=tuple(r for r in reasons if isinstance(r, str)) if isinstance(reasons, list) else (),
+                   doc=doc)
+
+    @property
+    def counted(self) -> bool:
+        """Whether this is a figure an energy floor may be built on (measured, verified, resolved)."""
+        u = self.uncertainty
+        return (self.status == "ok" and _is_peak(self.j_per_unit) and u is not None and math.isfinite(u)
+                and u >= 0)
+
+    @property
+    def pj_per_unit(self) -> float | None:
+        return self.j_per_unit * 1e12 if self.j_per_unit is not None else None
+
+
+@dataclass(frozen=True)
+class EnergySection:
+    """The calibration's ``energy`` section: ``status`` "measured" (some unit counted), "failed"
+    (none did) or "skipped" (``reason`` says why: a quick run, --no-energy, no counter, ...); the
+    idle power and its uncertainty, the counter's update interval and resolution as measured on the
+    idle card, and every unit's :class:`EnergyEntry`."""
+
+    status: str | None = None
+    reason: str | None = None
+    idle_w: float | None = None
+    idle_uncertainty_w: float | None = None
+    update_interval_s: float | None = None
+    resolution_j: float | None = None
+    entries: Mapping[str, EnergyEntry] = field(default_factory=lambda: _EMPTY)
+    doc: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, repr=False)
+
+    @classmethod
+    def read(cls, doc: Mapping[str, Any]) -> EnergySection:
+        idle, counter = _object(doc.get("idle")), _object(doc.get("counter"))
+        return cls(status=_text(doc.get("status")), reason=_text(doc.get("reason")),
+                   idle_w=_number(idle.get("power_w")), idle_uncertainty_w=_number(idle.get("uncertainty_w")),
+                   update_interval_s=_number(counter.get("update_interval_s")),
+                   resolution_j=_number(counter.get("resolution_j")),
+                   entries=MappingProxyType({str(k): EnergyEntry.read(str(k), _object(e))
+                                             for k, e in _object(doc.get("entries")).items() if isinstance(e, dict)}),
+                   doc=doc)
+
+    def counted(self) -> dict[str, EnergyEntry]:
+        """The entries an energy floor may be built on, by key."""
+        return {k: e for k, e in self.entries.items() if e.counted}
+
+
 # --- the record -----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -403,6 +527,8 @@ class CalibrationRecord:
     sustained: Mapping[str, SustainedEntry] = field(default_factory=lambda: _EMPTY)
     mix: MixEnvelope | None = None
     hostlink: HostLinkSection | None = None
+    #: The sustained phase's energy part; None for a calibration made before it existed.
+    energy: EnergySection | None = None
     warnings: tuple[str, ...] = ()
     _doc: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, repr=False, compare=False)
 
@@ -425,6 +551,7 @@ class CalibrationRecord:
         sustained_entries = _object(sustained_section.get("entries"))
         mix = burst_entries.get("hbm_mix")
         hostlink = own.get("hostlink")
+        energy = own.get("energy")
         warnings = own.get("warnings")
         return cls(
             gpu=GpuRecord.read(_object(own.get("gpu"))),
@@ -441,6 +568,7 @@ class CalibrationRecord:
                                         for k, e in sustained_entries.items() if isinstance(e, dict)}),
             mix=MixEnvelope.read(_object(mix)) if isinstance(mix, dict) else None,
             hostlink=HostLinkSection.read(_object(hostlink)) if isinstance(hostlink, dict) and hostlink else None,
+            energy=EnergySection.read(_object(energy)) if isinstance(energy, dict) else None,
             warnings=tuple(w for w in warnings if isinstance(w, str)) if isinstance(warnings, list) else (),
             _doc=MappingProxyType(own),
         )
@@ -483,6 +611,10 @@ class CalibrationRecord:
         """One unit's sustained figure, or None when the sustained phase did not run it."""
         entry = self.sustained_entry(unit)
         return entry.value if entry is not None else None
+
+    def energy_entry(self, key: str) -> EnergyEntry | None:
+        """One unit's energy entry (``bf16``, ``hbm_read``), None when the calibration has none."""
+        return self.energy.entries.get(key) if self.energy is not None else None
 
     def hostlink_figure(self, direction: str) -> float | None:
         """The pinned copy rate of ``h2d`` or ``d2h`` (GB/s), or None when not measured."""

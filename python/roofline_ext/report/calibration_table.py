@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..peaks.record import BurstEntry, CalibrationRecord, SustainedEntry
+from ..peaks.record import BurstEntry, CalibrationRecord, EnergyEntry, SustainedEntry
 from ..peaks.units import ENTRY_KEYS, peak_label
 
 
@@ -108,3 +108,73 @@ def hostlink_rows(cal: Mapping[str, Any]) -> list[dict[str, Any]]:
                      "burst_at": None, "sustained": None, "sustained_at": None,
                      "path": where + (f" ({e.theoretical:.1f} GB/s theoretical)" if e.theoretical else "")})
     return rows
+
+
+# --- the energy part (the sustained phase's J per FLOP and per byte) ---------------------------------
+
+def _pj(value: float | None, per: str | None) -> str | None:
+    return f"{value * 1e12:.4g} pJ/{per or 'unit'}" if value is not None else None
+
+
+def _energy_at(e: EnergyEntry) -> str | None:
+    """Where the figure was reached: SM (and memory) clock, temperature, the clock-event reasons."""
+    bits = []
+    if e.sm_clock_mhz:
+        bits.append(f"{e.sm_clock_mhz:.0f} MHz")
+    if e.mem_clock_mhz and e.key.startswith("hbm"):
+        bits.append(f"mem {e.mem_clock_mhz:.0f} MHz")
+    if e.temperature_c is not None:
+        bits.append(f"{e.temperature_c:.0f} C")
+    bits.extend(e.throttle_reasons)
+    return ", ".join(bits) or None
+
+
+def energy_rows(cal: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per unit of the calibration's energy part, as strings: energy per unit above idle with
+    its uncertainty, the whole board's, the power during the window against idle, the clocks and
+    reasons seen, the window, and the kernel; a unit that did not count says why. Empty when the
+    calibration has no energy part or skipped it (:func:`energy_notes` says so)."""
+    section = CalibrationRecord.read(cal).energy
+    if section is None:
+        return []
+    rows = []
+    for key, e in section.entries.items():
+        row: dict[str, Any] = {"key": key, "label": e.label or key, "above_idle": None, "total": None,
+                               "power": None, "at": None, "window": None, "kernel": e.source}
+        if not e.counted:
+            row["above_idle"] = e.status or "not measured"
+            row["kernel"] = f"{e.source + ': ' if e.source else ''}{e.reason or 'no reason recorded'}"
+            rows.append(row)
+            continue
+        rel = e.relative_uncertainty
+        row["above_idle"] = (_pj(e.j_per_unit, e.per) or "-") + (f" ±{rel:.1%}" if rel is not None else "")
+        row["total"] = _pj(e.j_total_per_unit, e.per)
+        if e.power_w is not None:
+            row["power"] = f"{e.power_w:.0f} W" + (f" (idle {e.idle_w:.0f})" if e.idle_w is not None else "")
+        row["at"] = _energy_at(e)
+        if e.window_s is not None:
+            row["window"] = f"{e.window_s:.2f} s" + (f", kernels {e.kernel_duty:.0%}" if e.kernel_duty is not None else "")
+        rows.append(row)
+    return rows
+
+
+def energy_notes(cal: Mapping[str, Any]) -> list[str]:
+    """The lines under the energy table: idle power and the counter as measured, what ± means; or
+    why no energy was measured. None for a calibration made before calibration measured energy."""
+    section = CalibrationRecord.read(cal).energy
+    if section is None:
+        return []
+    if section.status == "skipped":
+        return [f"energy: not measured: {section.reason or 'no reason recorded'}"]
+    lines = []
+    if section.idle_w is not None:
+        unc = f" ±{section.idle_uncertainty_w:.2g} W" if section.idle_uncertainty_w is not None else ""
+        lines.append(f"energy: idle {section.idle_w:.0f} W{unc} at the start of the phase (each unit's own "
+                     "idle probe, just before its window, is subtracted from it)")
+    if section.update_interval_s is not None and section.resolution_j is not None:
+        lines.append(f"energy counter (NVML, whole board): steps every {section.update_interval_s * 1e3:.0f} ms, "
+                     f"resolution {section.resolution_j * 1e3:.0f} mJ, both measured on the idle card; ± is the "
+                     "counter-reading bound over the window, not the sensor's accuracy")
+    if section.status == "failed":
+        lines.append(f"energy: {section.reason}")
+    return lines

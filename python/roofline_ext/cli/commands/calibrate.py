@@ -2,7 +2,8 @@
 
 Quick (``--quick``): HBM bandwidth and FP32/TF32/FP16/BF16 in seconds. Full (default): every
 precision, HBM and L2, then each unit family (HBM, SIMT, tensor) run for ``--sustained`` seconds
-until clocks settle. A progress bar goes to stderr, a table to stdout at the end (``--json``: the
+until clocks settle, then each unit's energy per FLOP / per byte and the idle power over NVML's
+energy counter (``--no-energy`` skips that part). A progress bar goes to stderr, a table to stdout at the end (``--json``: the
 whole calibration instead). The result is cached per GPU UUID and used by every later roofline on
 that GPU (``--no-cache`` to skip). ``--show`` prints what is cached and needs no GPU.
 """
@@ -40,6 +41,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="seconds each unit (HBM, FP64, FP32, TF32, FP16, BF16, FP8, INT8) runs in the "
                    "sustained phase (default: 25, shortened if needed so that the whole calibration fits "
                    "in 5 minutes; an explicit value is run as given; 0 skips the phase)")
+    p.add_argument("--no-energy", action="store_true",
+                   help="do not measure energy in the sustained phase (by default a full calibration measures "
+                   "J/FLOP of every precision, J/byte of HBM read, write and copy, and idle power: about a "
+                   "minute; needs nvidia-ml-py, and is skipped with the reason without it)")
     p.add_argument("--json", action="store_true", help="print the full calibration as JSON on stdout")
     p.add_argument("--plot", metavar="FILE",
                    help="also draw the roofline chart (FILE.png or FILE.svg; with --device all, one "
@@ -225,6 +230,7 @@ def print_calibration(cal: Mapping[str, Any], console=None) -> None:
         cells.append(_cell(r["path"]))
         table.add_row(*cells)
     console.print(table)
+    _print_energy(cal, console)
     notes = ["% clock-derived: of (per-clock rate x SMs x the SM clock NVML reported during the run); "
              "HBM: of 2 x memory clock x bus width / 8. Above 100% would be a measurement bug."]
     if any("(k " in (r["fraction_of_clock_derived"] or "") for r in rows):
@@ -236,6 +242,29 @@ def print_calibration(cal: Mapping[str, Any], console=None) -> None:
         notes.append(f"cached in {cal['_path']}")
     for n in notes:
         console.print(_cell(n), style="dim")
+
+
+def _print_energy(cal: Mapping[str, Any], console: Any) -> None:
+    """The calibration's energy part: a table of J per unit (report/calibration_table.py's rows) and
+    its notes, or the one line that says why energy was not measured; nothing for a calibration
+    made before calibration measured energy."""
+    from rich.table import Table
+
+    from ...report.calibration_table import energy_notes, energy_rows
+
+    rows = energy_rows(cal)
+    if rows:
+        table = Table(title="Energy per unit of work (sustained phase, above idle)", title_justify="left")
+        for name, justify in (("unit", "left"), ("above idle", "right"), ("whole board", "right"),
+                              ("power", "right"), ("at (clock, temp, reasons)", "right"), ("window", "right"),
+                              ("kernel", "left")):
+            table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        for r in rows:
+            table.add_row(_cell(r["label"]), _cell(r["above_idle"]), _cell(r["total"]), _cell(r["power"]),
+                          _cell(r["at"]), _cell(r["window"]), _cell(r["kernel"]))
+        console.print(table)
+    for line in energy_notes(cal):
+        console.print(_cell(line), style="dim")
 
 
 def _spread(cals: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -337,7 +366,7 @@ def run(args: argparse.Namespace) -> int:
                 # The default sustained window fits the 5-minute budget; an explicit one runs as asked.
                 budget = FULL_BUDGET_S if (args.sustained is None and not args.quick) else None
                 cal = calibrate(index, quick=args.quick, sustained_s=sustained_s, progress=progress,
-                                budget_s=budget)
+                                budget_s=budget, energy=not args.no_energy)
             cals.append(cal)
             for w in cal.get("warnings") or []:
                 print(f"roofline-ext: warning: GPU {index}: {w}", file=sys.stderr)
