@@ -262,7 +262,18 @@ def _hooks() -> dict[str, Any]:
         "torch flag cudnn.allow_tf32": cudnn.allow_tf32, "torch flag cudnn.enabled": cudnn.enabled,
         "torch flag deterministic algorithms": torch.are_deterministic_algorithms_enabled(),
         "torch flag default dtype": str(torch.get_default_dtype()),
+        "torch flag cudnn.benchmark": cudnn.benchmark, "torch flag cudnn.deterministic": cudnn.deterministic,
     })
+    for name in ("flash_sdp_enabled", "mem_efficient_sdp_enabled", "math_sdp_enabled", "cudnn_sdp_enabled",
+                 "fp16_bf16_reduction_math_sdp_allowed"):
+        flag = getattr(torch.backends.cuda, name, None)
+        if flag is not None:
+            hooks[f"torch flag cuda.{name}"] = flag()
+    # The current CUDA stream and device: left changed, the judge's events would record on the
+    # candidate's stream (read only once CUDA is up: reading it must not initialise CUDA).
+    if torch.cuda.is_initialized():
+        dev = torch.cuda.current_device()
+        hooks["torch.cuda current device and stream"] = (dev, torch.cuda.current_stream(dev).cuda_stream)
     for name in dir(nn_module):
         if name.startswith("_global_") and name.endswith("hooks"):
             hooks[f"torch.nn global {name[8:]}"] = tuple(getattr(nn_module, name).values())
