@@ -28,9 +28,13 @@ issue's 3% test). ``--plot`` draws ``report/energy_chart.py``'s chart from ``low
 median repeats. Exit status: 0 done, 1 some figure failed its check or could not be measured, 2 no
 GPU or no energy counter (one line says why).
 
-The orchestration (:func:`measure_item`, :func:`run_all`, :func:`document`) takes the counter, the
-clock and the callables as arguments, so tests/test_energy_roofline_bench.py runs it on a fake
-counter with fake kernels.
+The measuring is the package's, shared with calibration's energy phase
+(``calibration/energy_phase.py``): the workload loop and window rule in
+``measure/energy_workload.py``, the own kernels as workloads in ``measure/energy_kernels.py``.
+This script adds the library peers, the repeats and their statistics, the lowest-of-measured costs
+and the chart. The orchestration (:func:`measure_item`, :func:`run_all`, :func:`document`) takes
+the counter, the clock and the callables as arguments, so tests/test_energy_roofline_bench.py runs
+it on a fake counter with fake kernels.
 """
 from __future__ import annotations
 

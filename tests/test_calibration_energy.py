@@ -25,6 +25,7 @@ from roofline_ext.peaks.record import CalibrationRecord
 from roofline_ext.report.calibration_table import energy_notes, energy_rows
 
 from test_calibration import FakeBackend, fake_bandwidth, fake_compute, fake_device, telemetry_summary
+from test_calibration import fake_gpu  # noqa: F401  (the fixture: the CLI's seam to a fake H200)
 from test_energy_model import FakeBoard
 
 H200_JSON = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "energy-h200-2026-12-02.json"
@@ -252,6 +253,18 @@ def test_the_energy_part_is_skipped_with_its_reason(cache, how, reason):
     cb.save(cal)
     with pytest.raises(UserError, match=r"measured no energy: " + reason.replace("(", r"\(").replace(")", r"\)")):
         EnergyCosts.from_calibration(cb.load(cal["gpu"]["uuid"]))
+
+
+def test_the_command_line_no_energy_flag(fake_gpu, cache, capsys):  # noqa: F811
+    from roofline_ext.cli import main
+
+    assert main(["calibrate", "--sustained", "0.1", "--no-energy", "--json", "--no-cache", "--no-progress"]) == 0
+    cal = json.loads(capsys.readouterr().out)
+    assert cal["mode"] == "full" and cal["sustained"]["entries"]
+    assert cal["energy"] == {"status": "skipped", "reason": "skipped on request (--no-energy)", "entries": {}}
+    with pytest.raises(SystemExit):
+        main(["calibrate", "--help"])
+    assert "--no-energy" in capsys.readouterr().out
 
 
 def test_no_energy_counter_skips_the_part_with_the_counters_reason(cache):

@@ -42,6 +42,18 @@ def measure(board: Board, items, repeats: int = 1):
 # The rules
 # --------------------------------------------------------------------------------------------------
 
+def test_the_benchmark_measures_with_the_packages_code():
+    # Calibration's energy phase and this benchmark measure the same way because it is one code:
+    # the workload loop, the window rule and the own kernels are the package's, not copies.
+    from roofline_ext.measure import energy_kernels, energy_workload
+
+    assert er.measure_workload is energy_workload.measure_workload
+    assert er.window_for is energy_workload.window_for and er.reps_for is energy_kernels.reps_for
+    assert er.Prepared is energy_workload.EnergyWorkload and er.Unsupported is energy_workload.Unsupported
+    assert er.compute_workload is energy_kernels.compute_workload and er.hbm_workload is energy_kernels.hbm_workload
+    assert er.own_buffer_bytes(50 << 20) == 1 << 30 and er.own_buffer_bytes(128 << 20) == 2 << 30
+
+
 def test_window_and_call_rules():
     # Short batches: the 1 s floor; batches at or beyond the counter's interval: tau / (sqrt(6) x 1.5%).
     assert er.window_for(0.005, 0.1) == 1.0
