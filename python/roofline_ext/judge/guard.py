@@ -44,11 +44,20 @@ _STDLIB = ("builtins", "gc", "time", "math", "statistics", "threading", "os", "s
 _SKIP = ("torch._refs", "torch._decomp", "torch._prims", "torch.testing._internal", "torch._dynamo",
          "torch._inductor", "torch.fx", "torch.onnx", "torch._export", "torch.export", "torch.distributed",
          "torch._functorch", "torch.ao", "torch.package", "torch.utils.data", "torch.utils.tensorboard")
-_AUDITED = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames"}
+_AUDITED = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames"})
 
 
 def _is_watched(value: Any) -> bool:
     return callable(value) or isinstance(value, (staticmethod, classmethod, property))
+
+
+def _is_bound(value: Any, own: bool) -> bool:
+    """Whether a module's binding of ``value`` is watched: callables and submodules everywhere
+    (``torch.cuda = fake_module`` swaps every ``torch.cuda.Event`` the judge makes), and in this
+    package's own modules every binding but ``None`` (its thresholds and tables: a candidate that
+    sets ``streams._TRIGGER_FRACTION = 1e9`` has switched off the all-stream check; ``None`` is
+    what a lazily made cache starts as)."""
+    return _is_watched(value) or isinstance(value, ModuleType) or (own and value is not None)
 
 
 def _functions_in(value: Any) -> list[FunctionType]:
@@ -139,7 +148,8 @@ class Fingerprint:
             if not isinstance(live, dict):
                 continue
             self.modules.add(name)
-            saved = {k: v for k, v in list(live.items()) if not isinstance(v, ModuleType) and _is_watched(v)}
+            own = name.split(".")[0] == "roofline_ext"
+            saved = {k: v for k, v in list(live.items()) if _is_bound(v, own)}
             self._add(name, live, saved)
             for k, v in saved.items():
                 if isinstance(v, type) and getattr(v, "__module__", None) == name and v not in legacy:
@@ -403,11 +413,16 @@ class Guard:
     def check(self, where: str) -> list[str]:
         """Every change since :meth:`take`, as one-line reasons (empty: nothing changed)."""
         reasons = self.fingerprint.changes()
-        hooks = _hooks()
-        reasons += [f"{name} changed" for name in self.hooks if not _same((self.hooks[name],), (hooks.get(name),))]
-        state = _module_state(self.reference)
-        reasons += [f"the reference model's {name} changed" for name, v in self.model.items()
-                    if state.get(name) != v]
+        try:  # read through what the candidate may have replaced: a failure to read is a change too
+            hooks = _hooks()
+            reasons += [f"{name} changed" for name in self.hooks
+                        if not _same((self.hooks[name],), (hooks.get(name),))]
+            state = _module_state(self.reference)
+            reasons += [f"the reference model's {name} changed" for name, v in self.model.items()
+                        if state.get(name) != v]
+        except Exception as exc:  # noqa: BLE001 - any failure here is the candidate's doing
+            reasons.append(f"the judge's hooks or the reference model could not be read ({type(exc).__name__}: "
+                           f"{exc})")
         new_threads = {i: n for i, n in _threads().items() if i not in self.threads}
         if new_threads:
             reasons.append(f"thread(s) started and still running: {', '.join(sorted(new_threads.values()))}")
