@@ -15,6 +15,7 @@ namespace roofline {
 void bind_identity(pybind11::module_& m);   // nvml.cpp / device.cu identity   (module.cpp)
 void bind_telemetry(pybind11::module_& m);  // telemetry.cpp sampler           (module.cpp)
 void bind_health(pybind11::module_& m);     // health_bindings.cpp (NVML health, host-only too)
+void bind_judge_audit(pybind11::module_& m);  // judge_audit.cpp (the judge's audit log, host-only too)
 #if ROOFLINE_HAVE_CUDA
 void bind_bandwidth(pybind11::module_& m);  // bandwidth_bindings.cpp
 void bind_compute(pybind11::module_& m);    // compute_bindings.cpp

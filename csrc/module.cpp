@@ -202,6 +202,7 @@ PYBIND11_MODULE(_core, m) {
   roofline::bind_identity(m);
   roofline::bind_telemetry(m);
   roofline::bind_health(m);
+  roofline::bind_judge_audit(m);
 #if ROOFLINE_HAVE_CUDA
   roofline::bind_bandwidth(m);
   roofline::bind_compute(m);

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import sys
+import textwrap
 import threading
 
 import pytest
@@ -151,7 +152,7 @@ def test_the_guard_sees_a_replaced_function_a_swapped_code_and_changed_weights(m
 
 def test_a_code_swap_undone_before_the_check_is_still_seen():
     # Swapped and restored between two checks, from another thread, by the descriptor: the audit
-    # hook's log of function writes keeps it (guard._SET_LOG), though the identities match again.
+    # hook's log of function writes keeps it (guard._log_since), though the identities match again.
     from roofline_ext.judge import compare as cmp
 
     guard = Guard.take()
@@ -243,6 +244,56 @@ def test_a_signal_handler_an_armed_timer_and_exception_hooks_are_seen(monkeypatc
         signal.setitimer(signal.ITIMER_VIRTUAL, 0.0)
     monkeypatch.setattr(sys, "unraisablehook", lambda *a: None)
     assert any("sys.unraisablehook changed" in c for c in guard.check("now"))
+
+
+def test_the_native_audit_log_is_out_of_the_candidates_reach():
+    # The hook and its log are the core's (csrc/judge_audit.cpp): clearing what Python can reach
+    # hides nothing.
+    from roofline_ext.judge import guard as g
+
+    guard = Guard.take()
+    assert g._native is not None, "the native core has no audit hook: the judge fell back to Python's"
+
+    def f(x):
+        return x
+
+    mod = _watched_module("native_log", f=f)
+    try:
+        guard = Guard.take()
+        f.__code__ = (lambda x: 0).__code__
+        g._LOG.clear()
+        assert any("f: its code was replaced" in c for c in guard.check("now"))
+    finally:
+        del sys.modules[mod.__name__]
+
+
+def test_without_the_native_hook_the_python_one_logs_the_same(tmp_path):
+    # A core without judge_audit_install (or none at all): the module's own hook, same reasons.
+    import subprocess
+
+    script = tmp_path / "fallback.py"
+    script.write_text(textwrap.dedent("""
+        import gc, sys, types
+        sys.modules["roofline_ext._core"] = None  # the import fails: no native core
+        from roofline_ext.judge import guard as g
+        mod = types.ModuleType("roofline_ext._test_fallback")
+        def f(x):
+            return x
+        mod.f = f
+        sys.modules[mod.__name__] = mod
+        guard = g.Guard.take()
+        assert g._native is None
+        f.__code__ = (lambda x: 0).__code__
+        with g.candidate_code():
+            gc.get_objects()
+        gc.get_objects()  # the judge's own call, on its own thread: not the candidate's
+        print("|".join(guard.check("now")))
+    """))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    reasons = out.stdout.strip().split("|")
+    assert "now: __main__.f: its code was replaced" in reasons  # named where it was defined
+    assert sum("called gc.get_objects" in r for r in reasons) == 1
 
 
 def test_the_guard_sees_a_new_thread(monkeypatch):

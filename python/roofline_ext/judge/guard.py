@@ -32,7 +32,7 @@ from typing import Any, Iterable
 
 import torch
 
-from ..device.native import cuda_function
+from ..device.native import core_or_none, cuda_function
 
 # Module-name prefixes whose namespaces are fingerprinted: torch's, ours, and the standard library
 # the judge and the timer run on.
@@ -110,7 +110,7 @@ class Fingerprint:
         one that did not is replaced), so a later take scans only modules loaded since."""
         global _BASE
         if _BASE is None:
-            _BASE = cls([], {}, audited_from=len(_SET_LOG) if _installed else None)
+            _BASE = cls([], {}, audited_from=_log_size() if _installed else None)
             _BASE._add_modules()
         fp = cls(list(_BASE.spaces), dict(_BASE.functions), set(_BASE.modules), cells=list(_BASE.cells),
                  cell_values=list(_BASE.cell_values), cell_owners=list(_BASE.cell_owners),
@@ -131,10 +131,10 @@ class Fingerprint:
             # check (a dozen per candidate) and then still once per take. Now only the functions
             # the log shows written since the base was taken (the hook was in before it) are
             # compared with the base; the rest cannot differ, and those this take added are fresh.
-            fp.audited_from = len(_SET_LOG)
+            fp.audited_from = _log_size()
             written = None
             if _BASE.audited_from is not None:
-                written = {fid for fid, _, _ in _SET_LOG[_BASE.audited_from:]}
+                written = {fid for fid, _, _ in _writes_since(_BASE.audited_from)}
             fp.at_take = fp._function_changes(written)
         return fp
 
@@ -199,7 +199,7 @@ class Fingerprint:
         out += self._content_changes()
         if self.audited_from is None:
             return out + self._function_changes()
-        return out + self.at_take + _written(_SET_LOG[self.audited_from:], self.functions)
+        return out + self.at_take + _written(_writes_since(self.audited_from), self.functions)
 
     def _content_changes(self) -> list[str]:
         out = []
@@ -408,7 +408,7 @@ class Guard:
             extra += tuple((f"reference {type(m).__qualname__}", type(m)) for m in _modules_of(reference))
         arm_audit()
         return cls(Fingerprint.take(extra), _hooks(), _module_state(reference), _threads(), _children(),
-                   reference, len(_AUDIT_LOG))
+                   reference, _log_size())
 
     def check(self, where: str) -> list[str]:
         """Every change since :meth:`take`, as one-line reasons (empty: nothing changed)."""
@@ -429,7 +429,7 @@ class Guard:
         children = _children() - self.children
         if children:
             reasons.append(f"child process(es) still running: {', '.join(map(str, sorted(children)))}")
-        reasons += [f"called {event}" for event in _AUDIT_LOG[self.audit_from:]]
+        reasons += [f"called {event}" for event in _inspections_since(self.audit_from)]
         return [f"{where}: {r}" for r in reasons]
 
 
@@ -452,30 +452,68 @@ def _eq_plain(x: Any, y: Any) -> bool:
 
 # --- the audit hook --------------------------------------------------------------------------------
 
-_AUDIT_LOG: list[str] = []
-# Every write of a Python function's code, defaults or keyword defaults in this process since the
-# hook was installed, as (id, name, attribute): CPython raises "object.__setattr__" for each (and
-# "object.__delattr__" for setting the defaults to None), on any thread, however it is written
-# (``f.__code__ = ...``, the descriptor, ``object.__setattr__``); __closure__ cannot be written at
-# all, though its cells' contents can (Fingerprint compares those). The watched functions are held
-# by the fingerprints, so an id here is theirs.
-_SET_LOG: list[tuple[int, str, str]] = []
+# One log, append-only, of what the hook saw since it was installed, as (event, function id or 0,
+# module.qualname, attribute):
+# * every write of a Python function's code, defaults or keyword defaults: CPython raises
+#   "object.__setattr__" for each (and "object.__delattr__" for setting the defaults to None), on
+#   any thread, however it is written (``f.__code__ = ...``, the descriptor,
+#   ``object.__setattr__``); __closure__ cannot be written at all, though its cells' contents can
+#   (Fingerprint compares those). The watched functions are held by the fingerprints, so an id
+#   here is theirs;
+# * the calls that read the harness (``_AUDITED``) and audit hooks added later.
+# Where the native core has it (csrc/judge_audit.cpp) the hook and the log are C: nothing in Python
+# can remove the one or edit the other, and no audited event costs a Python call. Otherwise this
+# module's hook keeps the log in ``_LOG``.
+_LOG: list[tuple[str, int, str, str]] = []
 _FUNCTION_SLOTS = frozenset(("__code__", "__defaults__", "__kwdefaults__"))
 _armed = threading.local()
 _installed = False
 _judge_thread: int | None = None
+_native: Any = None  # the core's audit functions, once its hook is in
 
 
 def arm_audit() -> None:
-    """Install the audit hook once per process (audit hooks cannot be removed). The thread that
-    installs it is the judge's: audited calls on any other thread are logged whenever they happen
-    (a thread the candidate started and that ended before the next check is candidate code too,
-    and ``candidate_code`` marks only the judge's own thread)."""
-    global _installed, _judge_thread
+    """Install the audit hook once per process (audit hooks cannot be removed): the native core's
+    where it has one, else this module's. The thread that installs it is the judge's."""
+    global _installed, _judge_thread, _native
     if not _installed:
         _judge_thread = threading.get_ident()
-        sys.addaudithook(_audit)
+        core = core_or_none()
+        if core is not None and hasattr(core, "judge_audit_install") and core.judge_audit_install():
+            _native = core
+        else:
+            sys.addaudithook(_audit)
         _installed = True
+
+
+def _log_size() -> int:
+    return int(_native.judge_audit_size()) if _native is not None else len(_LOG)
+
+
+def _log_since(start: int) -> list[tuple[str, int, str, str]]:
+    return [tuple(e) for e in _native.judge_audit_since(start)] if _native is not None else _LOG[start:]
+
+
+def _writes_since(start: int) -> list[tuple[int, str, str]]:
+    """(function id, name, attribute) of every function write logged from ``start`` on."""
+    return [(fid, name, attr) for _, fid, name, attr in _log_since(start) if fid]
+
+
+def _inspections_since(start: int) -> list[str]:
+    """Each harness-reading call (or audit hook added) logged from ``start`` on, as a reason. The
+    native log has every one, on any thread; this module's hook those made while candidate code
+    runs or on a thread other than the judge's (nothing of the judge makes them)."""
+    out = []
+    for event, fid, _, _ in _log_since(start):
+        if fid:
+            continue
+        if event == "sys.addaudithook":
+            # An audit hook of the candidate's would run on every audited event of the judge's own
+            # code from then on (reading a function's __code__ is one): code where no check looks.
+            out.append(event + " (the candidate installed an audit hook, which runs inside the judge's code)")
+        else:
+            out.append(event + " (the candidate read the harness's objects instead of computing)")
+    return out
 
 
 def _candidate_running() -> bool:
@@ -496,15 +534,10 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     if event in ("object.__setattr__", "object.__delattr__"):  # ``f.__defaults__ = None`` is a delete
         if len(args) > 1 and args[1] in _FUNCTION_SLOTS and isinstance(args[0], FunctionType):
             f = args[0]
-            _SET_LOG.append((id(f), f"{f.__module__}.{f.__qualname__}", args[1]))
+            _LOG.append((event, id(f), f"{f.__module__}.{f.__qualname__}", args[1]))
         return
-    if event == "sys.addaudithook" and _candidate_running():
-        # An audit hook of the candidate's would run on every audited event of the judge's own code
-        # from then on (reading a function's __code__ is one): candidate code where no check looks.
-        _AUDIT_LOG.append(event + " (the candidate installed an audit hook, which runs inside the judge's code)")
-        return
-    if event in _AUDITED and _candidate_running():
-        _AUDIT_LOG.append(event + " (the candidate read the harness's objects instead of computing)")
+    if (event == "sys.addaudithook" or event in _AUDITED) and _candidate_running():
+        _LOG.append((event, 0, "", ""))
 
 
 def collect() -> None:
