@@ -61,10 +61,11 @@ def h200_calibration(uuid: str = "GPU-00000000-fixture-0000-000000000000") -> di
 
 
 def core_error(name: str, message: str) -> Exception:
-    """An exception shaped like the core's (a subclass of a class named CoreError): check classifies
-    the core's errors by class name, as the core module may not be importable."""
-    base = type("CoreError", (Exception,), {})
-    return type(name, (base,), {})(message)
+    """The core's own exception of that class (``VerificationError``, ``CudaError``...): check
+    classifies the core's errors by type, and every build of the core registers them."""
+    from roofline_ext import _core
+
+    return getattr(_core, name)(message)
 
 
 class FakeCheckBackend:

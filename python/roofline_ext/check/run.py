@@ -25,7 +25,10 @@ import time
 from typing import Any, Mapping
 
 from ..timestamps import utc_now
+from ..device.native import core_error_kind
 from ..errors import GpuUnavailableError, RooflineError, UserError
+from ..measure.bandwidth import MeasurementError
+from ..measure.compute import ComputeBoundError
 from ..peaks.reference import CHECK_METRICS, HOSTLINK_FRACTION, METRIC_LABELS, reference_for
 from .plan import (COMPUTE_REPS, COMPUTE_TARGET_MS, COMPUTE_WARMUP, HBM_MIN_BYTES, HBM_REPS,  # noqa: F401 (re-exported)
                    HBM_WARMUP, HOSTLINK_BYTES, HOSTLINK_REPS, HOSTLINK_WARMUP, ORDER, CheckBackend, CheckProgress,
@@ -85,20 +88,21 @@ def _missing(cal: Mapping[str, Any] | None, ref: Any, metric: str) -> str:
 
 def _failure(exc: BaseException, label: str) -> tuple[Verdict, str]:
     """What a measurement that raised says about the card. Anything else is a bug and propagates."""
-    name = type(exc).__name__
-    text = str(exc).splitlines()[0] if str(exc) else name
-    if name == "VerificationError":
+    kind = core_error_kind(exc)
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if kind == "VerificationError":
         return Verdict.FAIL, f"{label}: the card returned wrong data: {text}"
-    if name == "CudaError":
+    if kind == "CudaError":
         return Verdict.FAIL, f"{label}: CUDA failed on this card: {text}"
-    if name in ("MeasurementError", "ComputeBoundError"):
+    if isinstance(exc, (MeasurementError, ComputeBoundError)):
         return Verdict.UNKNOWN, f"{label}: the figure was rejected as impossible (a measurement bug): {text}"
     return Verdict.UNKNOWN, f"{label}: could not be measured: {text}"
 
 
 def _is_expected_failure(exc: BaseException) -> bool:
-    names = {c.__name__ for c in type(exc).__mro__}
-    return bool(names & {"CoreError", "ComputeBoundError"}) or isinstance(exc, RooflineError)
+    # By type: the core's exceptions (every build registers them), a bound rejected as impossible,
+    # and this package's own errors.
+    return core_error_kind(exc) is not None or isinstance(exc, (ComputeBoundError, RooflineError))
 
 
 def _measure_one(backend: CheckBackend, index: int, metric: str, setup: Mapping[str, Any]

@@ -36,3 +36,17 @@ def cuda_function(name: str) -> Any:
     none: no core, or a host-only build (``CUDA_COMPILED`` False), which lacks those functions."""
     mod = core_or_none()
     return getattr(mod, name, None) if mod is not None and getattr(mod, "CUDA_COMPILED", False) else None
+
+
+def core_error_kind(exc: BaseException) -> str | None:
+    """Which of the core's exception classes ``exc`` is an instance of, most specific first
+    (``VerificationError``, ``CudaError``, ``NvmlError``, then ``CoreError``), or None: matched by
+    type, against the classes the core registers in every build, host-only ones too."""
+    mod = core_or_none()
+    if mod is None:
+        return None
+    for name in ("VerificationError", "CudaError", "NvmlError", "CoreError"):
+        cls = getattr(mod, name, None)
+        if isinstance(cls, type) and isinstance(exc, cls):
+            return name
+    return None

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, Mapping
 
+from ..device.native import core_error_kind
 from .energy import MIN_WINDOW_S, CounterProbe, EnergyMeasurement, EnergyReader, measure_energy, probe_counter
 
 __all__ = [
@@ -121,7 +122,7 @@ def window_for(call_s: float, interval_s: float, floor_s: float = MIN_WINDOW_S, 
 def _failure(exc: Exception) -> str:
     # The native core's VerificationError (a wrong own kernel) and CheckFailed (a wrong output) are
     # a figure that must not count; anything else is an error of the run, not of the kernel.
-    return "failed" if isinstance(exc, CheckFailed) or type(exc).__name__ == "VerificationError" else "error"
+    return "failed" if isinstance(exc, CheckFailed) or core_error_kind(exc) == "VerificationError" else "error"
 
 
 def _set_up(setup: Callable[[], EnergyWorkload]) -> tuple[EnergyWorkload | None, WorkloadRun | None]:
