@@ -203,6 +203,7 @@ PYBIND11_MODULE(_core, m) {
   roofline::bind_telemetry(m);
   roofline::bind_health(m);
   roofline::bind_judge_audit(m);
+  roofline::bind_judge_fingerprint(m);
 #if ROOFLINE_HAVE_CUDA
   roofline::bind_bandwidth(m);
   roofline::bind_compute(m);

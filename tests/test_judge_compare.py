@@ -296,6 +296,45 @@ def test_without_the_native_hook_the_python_one_logs_the_same(tmp_path):
     assert sum("called gc.get_objects" in r for r in reasons) == 1
 
 
+def test_the_native_namespace_check_says_what_the_subset_test_says():
+    from roofline_ext import _core
+    from roofline_ext.judge import guard as g
+
+    class Odd:
+        def __eq__(self, other):
+            raise RuntimeError("no comparing me")
+
+    class K:
+        def m(self):
+            return 1
+
+    f, odd = (lambda: 1), Odd()
+    spaces = [({"a": f, "n": 1.5}, {"a": f, "n": 1.5}),             # unchanged
+              ({"a": f, "n": 1.5 + 0.0}, {"a": f, "n": 1.5}),       # an equal number: no change
+              ({"a": (lambda: 2)}, {"a": f}),                        # rebound
+              ({}, {"a": f}),                                        # removed
+              ({"a": odd}, {"a": Odd()}),                            # __eq__ raises: changed
+              (vars(K), {"m": K.__dict__["m"]})]                     # a class's mappingproxy
+    native = _core.judge_changed_spaces(spaces)
+    python = [i for i, (live, saved) in enumerate(spaces)
+              if not g.Fingerprint._subset_same(live, saved)]
+    assert native == python == [2, 3, 4]
+
+
+def test_a_name_a_class_gains_over_an_inherited_one_is_a_change():
+    guard = Guard.take()
+    torch.Tensor.abs = lambda self: torch.zeros_like(self)
+    try:
+        assert "now: torch.Tensor.abs was added over the one it inherits" in guard.check("now")
+    finally:
+        del torch.Tensor.abs
+    torch.Tensor._roofline_test_new_name = 1  # a name no base has: not a change
+    try:
+        assert guard.check("now") == []
+    finally:
+        del torch.Tensor._roofline_test_new_name
+
+
 def test_the_guard_sees_a_new_thread(monkeypatch):
     guard = Guard.take()
     stop = threading.Event()

@@ -102,6 +102,10 @@ class Fingerprint:
     cell_values: list[Any] = field(default_factory=list)
     cell_owners: list[str] = field(default_factory=list)
     kwdefaults: list[tuple[str, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    # Each watched class with the size and the names of its dict: a name a class gains is a change
+    # when it shadows one of a base class (``torch.Tensor.add = cheat`` leaves TensorBase.add as it
+    # was and adds a name to Tensor's dict that every tensor now finds first).
+    class_keys: list[tuple[str, type, Any, int, frozenset[str]]] = field(default_factory=list)
 
     @classmethod
     def take(cls, extra: Iterable[tuple[str, Any]] = ()) -> "Fingerprint":
@@ -114,7 +118,8 @@ class Fingerprint:
             _BASE._add_modules()
         fp = cls(list(_BASE.spaces), dict(_BASE.functions), set(_BASE.modules), cells=list(_BASE.cells),
                  cell_values=list(_BASE.cell_values), cell_owners=list(_BASE.cell_owners),
-                 kwdefaults=list(_BASE.kwdefaults))
+                 kwdefaults=list(_BASE.kwdefaults), class_keys=list(_BASE.class_keys),
+                 modules_classes_done=set(_BASE.modules_classes_done))
         fp._add_modules()
         classes: dict[int, tuple[str, type]] = {}
         for label, obj in extra:
@@ -123,8 +128,7 @@ class Fingerprint:
             elif isinstance(obj, dict):
                 fp._add(label, obj, {k: v for k, v in obj.items() if _is_watched(v)})
         for label, c in classes.values():
-            live = vars(c)
-            fp._add(label, live, {k: v for k, v in live.items() if _is_watched(v)})
+            fp._add_class(label, c)
         if _installed:
             # From now on the hook's log says what was written: reading __code__ raises an audit
             # event itself, so comparing 9,000 functions cost 20-30 ms on a 2-core VM, at every
@@ -161,8 +165,12 @@ class Fingerprint:
             for c in core:
                 classes.setdefault(id(c), (f"{c.__module__}.{c.__qualname__}", c))
         for label, c in classes.values():
-            live = vars(c)
-            self._add(label, live, {k: v for k, v in live.items() if _is_watched(v)})
+            self._add_class(label, c)
+
+    def _add_class(self, label: str, c: type) -> None:
+        live = vars(c)
+        self._add(label, live, {k: v for k, v in live.items() if _is_watched(v)})
+        self.class_keys.append((label, c, live, len(live), frozenset(live)))
 
     def _add(self, label: str, live: Any, saved: dict[str, Any]) -> None:
         self.spaces.append((label, live, saved))
@@ -188,18 +196,40 @@ class Fingerprint:
 
     def changes(self) -> list[str]:
         out = []
-        for label, live, saved in self.spaces:
-            try:
-                same = saved.items() <= live.items()
-            except Exception:  # a value with an odd __eq__: compare one by one
-                same = False
-            if not same:
-                out += [f"{label}.{k} was replaced or removed" for k, v in saved.items()
-                        if live.get(k, _MISSING) is not v]
+        for label, live, saved in self._changed_spaces():
+            out += [f"{label}.{k} was replaced or removed" for k, v in saved.items()
+                    if live.get(k, _MISSING) is not v]
         out += self._content_changes()
+        out += self._shadowing()
         if self.audited_from is None:
             return out + self._function_changes()
         return out + self.at_take + _written(_writes_since(self.audited_from), self.functions)
+
+    def _shadowing(self) -> list[str]:
+        out = []
+        for label, c, live, n, keys in self.class_keys:
+            if len(live) == n:  # a name gained and an unwatched one deleted in one go is not seen
+                continue
+            for k in sorted(set(live) - keys):
+                if any(k in vars(b) for b in c.__mro__[1:]):
+                    out.append(f"{label}.{k} was added over the one it inherits")
+        return out
+
+    def _changed_spaces(self) -> list[tuple[str, Any, dict[str, Any]]]:
+        """The namespaces that no longer hold every saved binding: in one native pass where the core
+        has it (csrc/judge_fingerprint.cpp, a sixth of the time), else a subset test per namespace."""
+        native = _changed_spaces_native()
+        if native is not None:
+            pairs = [(live, saved) for _, live, saved in self.spaces]
+            return [self.spaces[i] for i in native(pairs)]
+        return [space for space in self.spaces if not self._subset_same(space[1], space[2])]
+
+    @staticmethod
+    def _subset_same(live: Any, saved: dict[str, Any]) -> bool:
+        try:
+            return saved.items() <= live.items()
+        except Exception:  # a value with an odd __eq__: changed (the native pass says the same)
+            return False
 
     def _content_changes(self) -> list[str]:
         out = []
@@ -230,6 +260,11 @@ class Fingerprint:
 _MISSING = object()
 _BASE: Fingerprint | None = None
 _CELL_CONTENTS = operator.attrgetter("cell_contents")
+
+
+def _changed_spaces_native() -> Any:
+    core = core_or_none()
+    return getattr(core, "judge_changed_spaces", None) if core is not None else None
 
 
 def _cell_value(cell: Any) -> Any:
