@@ -314,6 +314,13 @@ def _hooks() -> dict[str, Any]:
         flag = getattr(torch.backends.cuda, name, None)
         if flag is not None:
             hooks[f"torch flag cuda.{name}"] = flag()
+    # Kernels registered in Python for torch's own operators (``torch.library.Library("aten",
+    # "IMPL").impl("_softmax", cheat, "CUDA")``): the reference's forward runs on the dispatcher
+    # too, so such an override makes the reference compute the candidate's answer. Registrations in
+    # the candidate's own namespaces (its custom ops) are not a change. C++ registrations from a
+    # compiled extension are not seen here (docs/scoring.md).
+    hooks["torch.library kernels for aten and prims"] = frozenset(
+        k for k in getattr(torch.library, "_impls", ()) if k.startswith(("aten/", "prims/")))
     # The current CUDA stream and device: left changed, the judge's events would record on the
     # candidate's stream (read only once CUDA is up: reading it must not initialise CUDA).
     if torch.cuda.is_initialized():
@@ -477,8 +484,9 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
 
 
 def _eq_plain(x: Any, y: Any) -> bool:
-    # Numbers and tuples of them compare by value (hook counts); everything else by identity.
-    if isinstance(x, (int, float, str, bool, type(None))):
+    # Numbers, strings, frozensets and tuples of them compare by value (hook counts, registration
+    # names); everything else by identity.
+    if isinstance(x, (int, float, str, bool, type(None), frozenset)):
         return x == y
     if isinstance(x, tuple):
         return _same(x, y)
