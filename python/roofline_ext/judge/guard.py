@@ -317,10 +317,11 @@ def _hooks() -> dict[str, Any]:
     # Kernels registered in Python for torch's own operators (``torch.library.Library("aten",
     # "IMPL").impl("_softmax", cheat, "CUDA")``): the reference's forward runs on the dispatcher
     # too, so such an override makes the reference compute the candidate's answer. Registrations in
-    # the candidate's own namespaces (its custom ops) are not a change. C++ registrations from a
-    # compiled extension are not seen here (docs/scoring.md).
-    hooks["torch.library kernels for aten and prims"] = frozenset(
-        k for k in getattr(torch.library, "_impls", ()) if k.startswith(("aten/", "prims/")))
+    # other namespaces are not a change: the candidate's own custom ops, and the prims that
+    # torch.compile's first use registers (46 of them, 2026-12-02, torch 2.13; it registered no
+    # aten kernel). C++ registrations from a compiled extension are not seen here (docs/scoring.md).
+    hooks["torch.library kernels for aten operators"] = frozenset(
+        k for k in getattr(torch.library, "_impls", ()) if k.startswith("aten/"))
     # The current CUDA stream and device: left changed, the judge's events would record on the
     # candidate's stream (read only once CUDA is up: reading it must not initialise CUDA).
     if torch.cuda.is_initialized():
