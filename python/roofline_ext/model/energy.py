@@ -384,6 +384,44 @@ class EnergyFloor:
                 "arithmetic_intensity": self.arithmetic_intensity, "pj_per_flop": self.pj_per_flop,
                 "note": self.note}
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> EnergyFloor:
+        """The floor again from what :meth:`to_dict` wrote (an analysis's ``energy.floor``), so a
+        report can draw a task from its JSON. The derived keys (``arithmetic_intensity``,
+        ``pj_per_flop``, each term's ``energy_j``) are recomputed, not read. A term's per-unit
+        uncertainty is its ``uncertainty_j`` over its count, since :meth:`to_dict` writes only the
+        product; it comes back equal to the last bits of a float. A missing key or a bad number is one
+        ``UserError`` line."""
+        if not isinstance(d, Mapping):
+            raise UserError(f"an energy floor must be an object, got {type(d).__name__}")
+
+        def optional(key: str) -> float | None:
+            return None if d.get(key) is None else _number(f"energy floor {key}", d[key])
+
+        def term(t: Any) -> EnergyTerm:
+            if not isinstance(t, Mapping):
+                raise UserError(f"an energy floor's term must be an object, got {type(t).__name__}")
+            count = _number("energy floor term count", t["count"])
+            spread = _number("energy floor term uncertainty_j", t["uncertainty_j"])
+            return EnergyTerm(key=str(t["key"]), count=count,
+                              j_per_unit=_number("energy floor term j_per_unit", t["j_per_unit"]),
+                              uncertainty=spread / count if count else 0.0, source=str(t["source"]))
+
+        try:
+            terms = d["terms"]
+            if not isinstance(terms, list):
+                raise UserError(f"an energy floor's terms must be a list, got {type(terms).__name__}")
+            return cls(flops=_number("energy floor flops", d["flops"]),
+                       simt_flops=_number("energy floor simt_flops", d["simt_flops"]),
+                       nbytes=_number("energy floor nbytes", d["nbytes"]), compute_unit=str(d["compute_unit"]),
+                       simt_unit=str(d["simt_unit"]), terms=tuple(term(t) for t in terms),
+                       memory_rule=str(d["memory_rule"]), e_min_j=_number("energy floor e_min_j", d["e_min_j"]),
+                       uncertainty_j=_number("energy floor uncertainty_j", d["uncertainty_j"]),
+                       t_min_s=optional("t_min_s"), idle_w=optional("idle_w"), e_min_total_j=optional("e_min_total_j"),
+                       note=str(d.get("note") or LOWER_CLOCKS_NOTE))
+        except KeyError as exc:
+            raise UserError(f"an energy floor without {exc.args[0]!r}") from None
+
 
 def energy_floor(costs: EnergyCosts, *, flops: float, nbytes: float, dtype: Any, simt_flops: float = 0.0,
                  read_bytes: float | None = None, write_bytes: float | None = None, t_min_s: float | None = None,

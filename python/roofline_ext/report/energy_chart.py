@@ -34,7 +34,7 @@ from ..model.energy import COMPUTE_KEYS, HBM_KEYS, EnergyCosts, TaskEnergy
 from .charts import check_path, literal_text, load_matplotlib, log_log_axes
 from .outputs import write_bytes
 
-__all__ = ["plot_energy_roofline", "energy_figure"]
+__all__ = ["plot_energy_roofline", "energy_figure", "cost_label"]
 
 # The palette of charts.py's ceilings, so one precision has one colour across the charts.
 _COLOURS = {"fp64": "#7f7f7f", "fp32": "#2ca02c", "tf32": "#ff7f0e", "fp16": "#d62728", "bf16": "#e377c2",
@@ -44,6 +44,12 @@ _LABELS = {"fp64": "FP64", "fp32": "FP32", "tf32": "TF32", "fp16": "FP16", "bf16
 _MEMORY_STYLE = {"hbm_read": ("#1f4e9c", (0, (6, 2))), "hbm_write": ("#1f4e9c", (0, (2, 2))),
                  "hbm_copy": ("#1f4e9c", "-"), "l2": ("#3fa7d6", ":")}
 _MEMORY_LABELS = {"hbm_read": "HBM read", "hbm_write": "HBM write", "hbm_copy": "HBM copy", "l2": "L2"}
+
+
+def cost_label(key: str) -> str:
+    """How the chart's legend names a cost's unit or level ("BF16", "HBM read"), for the tables
+    beside it (the HTML report), so that a table and its chart say the same."""
+    return _LABELS.get(key) or _MEMORY_LABELS.get(key) or key
 
 
 def _pj(j: float) -> float:
@@ -115,7 +121,8 @@ def energy_figure(costs: EnergyCosts, *, title: str, subtitle: str = "", tasks: 
     for t in points:
         _draw_task(ax, t)
     handles, _ = ax.get_legend_handles_labels()
-    handles.append(Line2D([], [], color="#333333", linestyle=(0, (5, 3)), label="compute energy alone (dashed)"))
+    if compute:  # a calibration whose compute units all failed has memory lines only: no dashed key for them
+        handles.append(Line2D([], [], color="#333333", linestyle=(0, (5, 3)), label="compute energy alone (dashed)"))
     if e_byte is not None and compute:
         handles.append(Line2D([], [], color="#333333", marker="o", linestyle="none", markersize=4,
                               label="energy ridge (compute = memory)"))

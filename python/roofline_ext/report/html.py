@@ -1,19 +1,24 @@
 """``roofline-ext report``: one self-contained HTML file from result JSON files.
 
 What goes in: calibrations (``calibrate --json``, a cached calibration file), checks (``check
---json``), fleets (``fleet --json``) and analyses (``analyze --json``, one task or a batch), in any
-mix. What comes out: one file that opens without a network (a Content-Security-Policy forbids every
-fetch), with inline CSS and inline SVG charts (matplotlib, text kept as text):
+--json``), fleets (``fleet --json``), analyses (``analyze --json``, one task or a batch) and energy
+costs (the JSON of ``benchmarks/energy_roofline.py``), in any mix. What comes out: one file that
+opens without a network (a Content-Security-Policy forbids every fetch), with inline CSS and inline
+SVG charts (matplotlib, text kept as text):
 
 - the check verdicts, per GPU: each metric against the calibration and the reference, and the state;
 - per calibrated GPU, the roofline chart (measured burst/sustained and datasheet roofs, the analysed
   tasks of that GPU on it) and the calibration table with the clocks and power of each figure, and
-  the host-link figures;
+  the host-link figures, and the energy roofline where the calibration measured energy
+  (``report/html_energy.py``: its costs, and the analysed tasks that carry an energy floor);
+- per energy benchmark, the same energy roofline from its lowest-of-measured costs;
 - the fleet table: per-SKU medians, spread and stragglers, and every GPU;
 - the analysed tasks: FLOPs, bytes, floor and the fraction of it reached.
 
 Every number printed from an input carries ``data-src="FILE#/json/pointer"`` and ``data-value``
-(the exact JSON value), so a test can check every figure on the page against the file it came from.
+(the exact JSON value), so a test can check every figure on the page against the file it came from;
+a figure shown in another unit than the file's (pJ for J) says so with ``data-scale``, the factor the
+value was multiplied by before printing.
 """
 from __future__ import annotations
 
@@ -38,7 +43,7 @@ MAX_BYTES = 2 * 1024 * 1024
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1200px;color:#1d1d1f;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:32px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
-h3{font-size:15px;margin:20px 0 6px}.muted{color:#666;font-size:12px}
+h3{font-size:15px;margin:20px 0 6px}h4{font-size:14px;margin:14px 0 4px}.muted{color:#666;font-size:12px}
 table{border-collapse:collapse;margin:6px 0 14px;font-size:13px}th,td{border:1px solid #ddd;padding:3px 8px;vertical-align:top}
 th{background:#f5f5f7;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .v{font-weight:600;padding:1px 7px;border-radius:4px;white-space:nowrap}
@@ -62,6 +67,7 @@ class Source:
     checks: tuple[tuple[str, Mapping[str, Any]], ...] = ()
     fleets: tuple[tuple[str, Mapping[str, Any]], ...] = ()
     analyses: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    energies: tuple[tuple[str, Mapping[str, Any]], ...] = ()  # benchmarks/energy_roofline.py's JSON
 
 
 def _kind(doc: Any) -> str | None:
@@ -70,6 +76,9 @@ def _kind(doc: Any) -> str | None:
     kind = doc.get("kind")
     if kind in ("roofline_ext.calibration", "roofline_ext.check", "roofline_ext.fleet"):
         return kind.split(".")[1]
+    # benchmarks/energy_roofline.py (and an --energy-costs file): EnergyCosts.to_dict() under "costs"
+    if isinstance(doc.get("costs"), Mapping) and isinstance(doc["costs"].get("costs"), Mapping):
+        return "energy"
     if isinstance(doc.get("peaks"), Mapping) and isinstance(doc.get("gpu"), Mapping):
         return "calibration"
     if isinstance(doc.get("tasks"), list):
@@ -95,6 +104,14 @@ def _documents(doc: Any, pointer: str = "") -> list[tuple[str, str, Mapping[str,
     return [(kind, pointer, doc)] if kind else []
 
 
+#: An energy figure of an analysis (``energy.reference``, a candidate's ``energy``): measured, or
+#: ``{"error": why}``; the keys the energy section opens, the rest read by ``EnergyMeasurement``.
+_ENERGY_MEASURED = {"error": str, "j_per_call_above_idle": NUMBER, "uncertainty_above_idle_j": NUMBER,
+                    "fraction_of_floor": NUMBER, "below_floor": bool}
+_ENERGY_TERM = {"key": str, "count": NUMBER, "j_per_unit": NUMBER, "uncertainty_j": NUMBER, "source": str}
+_ENERGY_FLOOR = {"flops": NUMBER, "simt_flops": NUMBER, "nbytes": NUMBER, "e_min_j": NUMBER,
+                 "uncertainty_j": NUMBER, "terms": [_ENERGY_TERM], "t_min_s": NUMBER, "idle_w": NUMBER,
+                 "e_min_total_j": NUMBER, "compute_unit": str, "simt_unit": str, "memory_rule": str}
 _ROOF = {"t_min_ms": NUMBER, "bound": str, "compute_tflops": NUMBER, "bandwidth_tbps": NUMBER,
          "compute_unit": str}
 #: What the page opens by key in an analysis (one task of ``analyze --json``).
@@ -103,7 +120,14 @@ ANALYSIS_SHAPE = {"task": str, "path": str, "gpu": str, "sku": str, "status": st
                   "arithmetic_intensity": NUMBER, "t_min_ms": NUMBER, "bound": str, "t_ref_ms": NUMBER,
                   "ref_roofline_frac": NUMBER, "t_new_ms": NUMBER, "primary_roof": str,
                   # named, so that null (a roof not available) is accepted; any other roof must be one
-                  "roofs": {"datasheet": _ROOF, "derived": _ROOF, "measured": _ROOF, "*": _ROOF}}
+                  "roofs": {"datasheet": _ROOF, "derived": _ROOF, "measured": _ROOF, "*": _ROOF},
+                  "energy": {"reference": _ENERGY_MEASURED, "floor": _ENERGY_FLOOR, "floor_error": str},
+                  "candidates": [{"candidate": str, "sample": str, "energy": _ENERGY_MEASURED}]}
+_ENERGY_COST = {"key": str, "j_per_unit": NUMBER, "uncertainty": NUMBER, "j_total_per_unit": NUMBER,
+                "source": str, "origin": str}
+#: What the page opens by key in an energy benchmark's JSON; ``EnergyCosts.from_dict`` checks the rest.
+ENERGY_SHAPE = {"date": str, "gpu_name": str, "gpu": {"name": str},
+                "costs": {"idle_w": NUMBER, "costs": {"*": _ENERGY_COST}, "considered": {"*": [_ENERGY_COST]}}}
 
 
 def _shape_problem(kind: str, doc: Mapping[str, Any]) -> str | None:
@@ -112,8 +136,18 @@ def _shape_problem(kind: str, doc: Mapping[str, Any]) -> str | None:
     from ..peaks.record import SHAPE as CALIBRATION_SHAPE
 
     spec = {"calibration": CALIBRATION_SHAPE, "check": CHECK_SHAPE, "fleet": FLEET_SHAPE,
-            "analysis": ANALYSIS_SHAPE}[kind]
-    return problem(doc, spec)
+            "analysis": ANALYSIS_SHAPE, "energy": ENERGY_SHAPE}[kind]
+    why = problem(doc, spec)
+    if why is None and kind == "energy":
+        # The costs are what the section draws: one that EnergyCosts refuses (a cost of zero, a
+        # missing field) refuses the file here, as a shape problem does, not the page half-drawn.
+        from ..model.energy import EnergyCosts
+
+        try:
+            EnergyCosts.from_dict(doc["costs"])
+        except UserError as exc:
+            return f"/costs: {exc}"
+    return why
 
 
 def load_source(index: int, path: str | os.PathLike) -> Source:
@@ -126,14 +160,16 @@ def load_source(index: int, path: str | os.PathLike) -> Source:
     doc = read_json(p)
     found = _documents(doc)
     if not found:
-        raise UserError(f"{p}: not a roofline-ext result (calibrate, check, fleet or analyze --json)")
-    groups: dict[str, list] = {"calibration": [], "check": [], "fleet": [], "analysis": []}
+        raise UserError(f"{p}: not a roofline-ext result (calibrate, check, fleet or analyze --json, or an energy "
+                        "benchmark's JSON)")
+    groups: dict[str, list] = {"calibration": [], "check": [], "fleet": [], "analysis": [], "energy": []}
     for kind, pointer, d in found:
         why = _shape_problem(kind, d)
         if why is not None:
             raise UserError(f"{p}: {pointer}{why}")
         groups[kind].append((pointer, d))
-    return Source(f"{index}:{p.name}", str(p), *(tuple(groups[k]) for k in ("calibration", "check", "fleet", "analysis")))
+    return Source(f"{index}:{p.name}", str(p),
+                  *(tuple(groups[k]) for k in ("calibration", "check", "fleet", "analysis", "energy")))
 
 
 # --- small HTML helpers ---------------------------------------------------------------------------
@@ -153,13 +189,24 @@ def pct(v: Any) -> str:
     return f"{v:.1%}" if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
 
 
-def num(src: str, pointer: str, value: Any, text: str | None = None) -> str:
-    """A numeric cell that names where its number came from (see the module docstring)."""
+def _sourced(tag: str, src: str, pointer: str, value: Any, text: str | None, scale: float | None) -> str:
     if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return '<td class="n">-</td>'
-    shown = fmt(value) if text is None else text
-    return (f'<td class="n" data-src="{esc(src)}#{esc(pointer)}" data-value="{esc(repr(value))}">'
-            f"{esc(shown)}</td>")
+        return f'<{tag} class="n">-</{tag}>'
+    shown = (fmt(value) if scale is None else fmt(value * scale)) if text is None else text
+    scaled = "" if scale is None else f' data-scale="{esc(repr(scale))}"'
+    return (f'<{tag} class="n" data-src="{esc(src)}#{esc(pointer)}" data-value="{esc(repr(value))}"{scaled}>'
+            f"{esc(shown)}</{tag}>")
+
+
+def num(src: str, pointer: str, value: Any, text: str | None = None, scale: float | None = None) -> str:
+    """A numeric cell that names where its number came from (see the module docstring); ``scale``
+    prints ``value × scale`` (J as pJ) and says so."""
+    return _sourced("td", src, pointer, value, text, scale)
+
+
+def num_span(src: str, pointer: str, value: Any, text: str | None = None, scale: float | None = None) -> str:
+    """:func:`num` inside a sentence."""
+    return _sourced("span", src, pointer, value, text, scale)
 
 
 def cell(text: Any) -> str:
@@ -262,7 +309,7 @@ def _cal_rows(label: str, base: str, cal: Mapping[str, Any]) -> list[str]:
     return rows
 
 
-def calibration_block(src: Source, base: str, cal: Mapping[str, Any], chart: str) -> str:
+def calibration_block(src: Source, base: str, cal: Mapping[str, Any], chart: str, energy: str = "") -> str:
     gpu = cal.get("gpu") or {}
     facts = [("GPU", gpu.get("name")), ("UUID", gpu.get("uuid")), ("mode", cal.get("mode")), ("date", cal.get("date")),
              ("driver", cal.get("driver_version")), ("CUDA", cal.get("cuda_runtime_version"))]
@@ -274,7 +321,7 @@ def calibration_block(src: Source, base: str, cal: Mapping[str, Any], chart: str
     warn = "".join(f"<li>{esc(w)}</li>" for w in cal.get("warnings") or [])
     return (f"<h3>{esc(gpu.get('name'))} <span class='muted'>{esc(gpu.get('uuid'))}</span></h3>{note}"
             f"<table>{head}</table>{chart}"
-            + table(_CAL_HEADERS, _cal_rows(src.label, base, cal))
+            + table(_CAL_HEADERS, _cal_rows(src.label, base, cal)) + energy
             + (f"<p>Warnings:</p><ul>{warn}</ul>" if warn else ""))
 
 
@@ -449,6 +496,8 @@ class _Page:
 
 
 def _roofline_sections(page: _Page, no_charts: str | None) -> None:
+    from .html_energy import calibration_energy
+
     analyses = [t for s in page.sources for _, t in s.analyses]
     cals = [(s, base, c) for s in page.sources for base, c in s.calibrations]
     if cals:
@@ -456,7 +505,8 @@ def _roofline_sections(page: _Page, no_charts: str | None) -> None:
     for src, base, cal in cals:
         chart = (f"<p class='muted'>No chart: {esc(no_charts)}</p>" if no_charts
                  else calibration_chart(cal, analyses, page.prefix()))
-        page.parts.append(calibration_block(src, base, cal, chart))
+        energy = calibration_energy(page.sources, src, base, cal, no_charts, page.prefix)
+        page.parts.append(calibration_block(src, base, cal, chart, energy))
     calibrated = [(c.get("gpu") or {}).get("name") for _, _, c in cals]
     orphans: dict[str, list] = {}
     for t in analyses:
@@ -475,7 +525,11 @@ def render(sources: Sequence[Source], *, title: str = "roofline-ext report") -> 
     checks = "".join(check_section(s) for s in sources)
     if checks:
         page.parts.append("<h2>Check verdicts</h2>" + checks)
-    _roofline_sections(page, _charts_available())
+    no_charts = _charts_available()
+    _roofline_sections(page, no_charts)
+    from .html_energy import benchmark_energy_section
+
+    page.parts.append(benchmark_energy_section(page.sources, no_charts, page.prefix))
     fleets = "".join(fleet_section(s) for s in sources)
     if fleets:
         page.parts.append("<h2>Fleet</h2>" + fleets)
@@ -497,7 +551,8 @@ def build_report(paths: Sequence[str | os.PathLike], output: str | os.PathLike) 
     from .outputs import check_outputs, write_text
 
     if not paths:
-        raise UserError("report needs at least one results file (calibrate, check, fleet or analyze --json)")
+        raise UserError("report needs at least one results file (calibrate, check, fleet or analyze --json, or an "
+                        "energy benchmark's JSON)")
     out = check_outputs({"-o": output}, reads=paths)["-o"]
     sources = [load_source(i, p) for i, p in enumerate(paths)]
     text = render(sources)
