@@ -162,7 +162,8 @@ def measure_item(item: Item, repeat: int, *, reader: EnergyReader, clock: Callab
               info=w.info)
     if w.measurement is None or w.work_per_call is None:
         return run
-    run.kernel = EnergyKernel(item.key, item.name, w.work_per_call, w.measurement, item.origin)
+    run.kernel = EnergyKernel(item.key, item.name, w.work_per_call, w.measurement, item.origin,
+                              hbm_bytes_per_call=float(w.info.get("hbm_bytes_per_call") or 0.0))
     if w.status == "ok":
         try:
             run.cost = run.kernel.cost()
@@ -418,7 +419,9 @@ def gemm_setup(torch: Any, device: int, key: str, n: int, clock: Callable[[], fl
         raise
     return Prepared(call=call, sync=sync, batch=batch, call_s=batch * op_s, check=check, close=close,
                     info={"m": n, "n": n, "k": n, "dtype": str(dtype), "op_ms": op_s * 1e3, "batch": batch,
-                          "float32_matmul_precision": torch.get_float32_matmul_precision()})
+                          "float32_matmul_precision": torch.get_float32_matmul_precision(),
+                          # what one product (one call, 2 n³ FLOPs) must move: A and B read, C written
+                          "hbm_bytes_per_call": 3.0 * n * n * t["a"].element_size()})
 
 
 def memory_setup(torch: Any, device: int, op_name: str, nbytes: int, clock: Callable[[], float] = time.perf_counter

@@ -91,6 +91,34 @@ def test_gemm_floor_by_hand_with_issue_figures():
     assert "not measured" in f.memory_rule
 
 
+def test_a_gemm_cost_gives_back_the_bytes_its_kernel_moved_so_that_gemm_is_not_below_its_floor():
+    # The H200's cuBLAS TF32 8192^3 (2026-12-02): its J/FLOP holds the energy of its own A, B, C
+    # traffic; charged again as the task's bytes, that GEMM came out 5.6% below its own floor.
+    n, elem = 8192, 4
+    flops, r, w = 2.0 * n**3, 2.0 * n * n * elem, 1.0 * n * n * elem
+    measured_j = 2.09  # its energy per call above idle
+    gemm = EnergyKernel("tf32", "torch.matmul tf32", flops, record(measured_j), "library",
+                        hbm_bytes_per_call=r + w)
+    costs = EnergyCosts({"tf32": gemm.cost(),
+                         "hbm_read": EnergyCost("hbm_read", 110e-12, 0.0, "torch sum"),
+                         "hbm_write": EnergyCost("hbm_write", 61e-12, 0.0, "torch fill_"),
+                         "hbm_copy": EnergyCost("hbm_copy", 110e-12, 0.0, "torch copy_")})
+    assert costs.get("tf32").bytes_per_unit == pytest.approx((r + w) / flops)
+    f = energy_floor(costs, flops=flops, nbytes=r + w, dtype="float32", read_bytes=r, write_bytes=w)
+    assert f.e_min_j <= measured_j  # the kernel that set the cost is at or above the floor
+    te = task_energy(f, record(measured_j))
+    assert not te.below_floor and te.fraction <= 1.0
+    # taken out at the dearest HBM cost (110 pJ), the task's own bytes charged by the pattern rule
+    compute = flops * (measured_j / flops - (r + w) / flops * 110e-12)
+    assert {t.key: t.j_per_unit for t in f.terms}["tf32"] == pytest.approx(compute / flops)
+    # the same cost without the bytes it moved (as recorded before they were kept) double counts
+    plain = EnergyCosts({**costs.costs, "tf32": EnergyCost("tf32", measured_j / flops, 0.0, "no bytes", "library")})
+    assert energy_floor(plain, flops=flops, nbytes=r + w, dtype="float32", read_bytes=r,
+                        write_bytes=w).e_min_j > measured_j
+    # and the field round-trips through the costs' JSON
+    assert EnergyCosts.from_dict(costs.to_dict()).get("tf32").bytes_per_unit == pytest.approx((r + w) / flops)
+
+
 def test_elementwise_floor_reads_and_writes_by_pattern():
     costs = EnergyCosts({
         "fp32": EnergyCost("fp32", 10e-12, 0.0, "own simt fp32"),

@@ -114,7 +114,11 @@ class EnergyCost:
     """The energy of one unit of work on one unit or level: ``key`` (a :data:`COMPUTE_KEYS` or
     :data:`MEMORY_KEYS` name), ``j_per_unit`` above idle (J per FLOP, OP or byte moved) and its
     ``uncertainty`` (same unit), ``j_total_per_unit`` the whole board's (idle included; None where
-    unknown), ``source`` the kernel it was measured on and ``origin`` ("own" or "library")."""
+    unknown), ``source`` the kernel it was measured on and ``origin`` ("own" or "library").
+    ``bytes_per_unit``: the HBM bytes that kernel had to move per unit of work (a library GEMM of
+    n x n matrices reads A and B and writes C: 3 n² elements per 2 n³ FLOPs; the tool's own compute
+    kernels work from registers and shared memory: 0). Their energy is inside ``j_per_unit``, so
+    the floor takes it back out before it adds a task's own bytes (:func:`energy_floor`)."""
 
     key: str
     j_per_unit: float
@@ -122,6 +126,7 @@ class EnergyCost:
     source: str
     origin: str = "own"
     j_total_per_unit: float | None = None
+    bytes_per_unit: float = 0.0
 
     def __post_init__(self) -> None:
         if self.key not in COMPUTE_KEYS + MEMORY_KEYS:
@@ -135,6 +140,7 @@ class EnergyCost:
         _number(f"{self.key} energy uncertainty", self.uncertainty)
         if self.j_total_per_unit is not None:
             _number(f"{self.key} whole-board energy per {_unit_word(self.key)}", self.j_total_per_unit, positive=True)
+        _number(f"{self.key} HBM bytes per {_unit_word(self.key)}", self.bytes_per_unit)
 
     @property
     def pj_per_unit(self) -> float:
@@ -143,7 +149,8 @@ class EnergyCost:
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, "j_per_unit": self.j_per_unit, "pj_per_unit": self.pj_per_unit,
                 "uncertainty": self.uncertainty, "j_total_per_unit": self.j_total_per_unit,
-                "per": _unit_word(self.key), "source": self.source, "origin": self.origin}
+                "per": _unit_word(self.key), "source": self.source, "origin": self.origin,
+                "bytes_per_unit": self.bytes_per_unit}
 
 
 @dataclass(frozen=True)
@@ -156,6 +163,7 @@ class EnergyKernel:
     work_per_call: float
     measurement: EnergyMeasurement
     origin: str = "own"
+    hbm_bytes_per_call: float = 0.0  # what the kernel had to move (EnergyCost.bytes_per_unit)
 
     def cost(self) -> EnergyCost:
         work = _number(f"{self.name}: work per call", self.work_per_call, positive=True)
@@ -166,7 +174,8 @@ class EnergyKernel:
                             "more work per call")
         return EnergyCost(key=self.key, j_per_unit=m.j_per_call_above_idle / work,
                           uncertainty=m.uncertainty_above_idle_j / work, source=self.name, origin=self.origin,
-                          j_total_per_unit=m.j_per_call_total / work)
+                          j_total_per_unit=m.j_per_call_total / work,
+                          bytes_per_unit=_number(f"{self.name}: HBM bytes per call", self.hbm_bytes_per_call) / work)
 
 
 @dataclass(frozen=True)
@@ -224,7 +233,8 @@ class EnergyCosts:
             try:
                 return EnergyCost(key=c["key"], j_per_unit=c["j_per_unit"], uncertainty=c["uncertainty"],
                                   source=c["source"], origin=c.get("origin", "own"),
-                                  j_total_per_unit=c.get("j_total_per_unit"))
+                                  j_total_per_unit=c.get("j_total_per_unit"),
+                                  bytes_per_unit=c.get("bytes_per_unit") or 0.0)
             except KeyError as exc:
                 raise UserError(f"energy costs: a cost has no {exc.args[0]!r}") from None
 
@@ -299,8 +309,11 @@ class EnergyTerm:
                 "uncertainty_j": self.count * self.uncertainty, "source": self.source}
 
 
-def _term(cost: EnergyCost, count: float) -> EnergyTerm:
-    return EnergyTerm(cost.key, count, cost.j_per_unit, cost.uncertainty, cost.source)
+def _term(cost: EnergyCost, count: float, j_per_byte: float = 0.0) -> EnergyTerm:
+    """``count`` units at ``cost``, less the HBM energy its measuring kernel spent per unit at
+    ``j_per_byte`` (never below zero)."""
+    j = max(cost.j_per_unit - cost.bytes_per_unit * j_per_byte, 0.0)
+    return EnergyTerm(cost.key, count, j, cost.uncertainty, cost.source)
 
 
 def memory_energy(costs: EnergyCosts, nbytes: float, read_bytes: float | None = None,
@@ -437,10 +450,18 @@ def energy_floor(costs: EnergyCosts, *, flops: float, nbytes: float, dtype: Any,
     nbytes = _number("nbytes", nbytes)
     simt_unit = "fp64" if unit == "fp64" else "fp32"
     terms: list[EnergyTerm] = []
+    # A compute cost measured on a kernel that moved bytes (a library GEMM) holds their energy too;
+    # added to the task's own bytes it would count them twice, and a task that is that very GEMM
+    # would come out below its floor (5.6% for cuBLAS TF32 8192³ on the H200, 2026-12-02). Those
+    # bytes are taken back out at the dearest measured HBM cost: no byte costs more than that, so
+    # what is left is no more than the kernel's compute really spent, and that GEMM as a task
+    # (its bytes then charged at most that dear) is at or above its floor.
+    hbm = [c.j_per_unit for k in HBM_KEYS if (c := costs.get(k)) is not None]
+    per_byte = max(hbm) if hbm else 0.0
     if flops:
-        terms.append(_term(costs.require(unit), flops))
+        terms.append(_term(costs.require(unit), flops, per_byte))
     if simt_flops:
-        terms.append(_term(costs.require(simt_unit), simt_flops))
+        terms.append(_term(costs.require(simt_unit), simt_flops, per_byte))
     mem_terms, rule = memory_energy(costs, nbytes, read_bytes, write_bytes)
     terms.extend(mem_terms)
     e_min = sum(t.energy_j for t in terms)
