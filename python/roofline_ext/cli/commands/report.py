@@ -15,8 +15,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="one self-contained HTML page from calibrate/check/fleet/analyze JSON",
                        description="Make one HTML file (no network: inline CSS and SVG charts) from result JSON "
                        "files: roofline charts with measured and datasheet roofs and the tasks on them, the "
-                       "calibration tables with clocks and power, check verdicts and the fleet table.")
-    p.add_argument("inputs", nargs="+", metavar="RESULTS.json", help="calibrate/check/fleet/analyze --json files")
+                       "calibration tables with clocks and power, the energy roofline (from a calibration's "
+                       "energy section or benchmarks/energy_roofline.py's JSON, with the tasks that measured "
+                       "energy on it), check verdicts and the fleet table.")
+    p.add_argument("inputs", nargs="+", metavar="RESULTS.json",
+                   help="calibrate/check/fleet/analyze --json files, and energy_roofline.py's JSON")
     p.add_argument("-o", "--output", required=True, metavar="FILE.html", help="the HTML file to write")
     p.set_defaults(func=run)
 
