@@ -30,7 +30,7 @@ from ..errors import UserError
 from ..measure.energy import EnergyMeasurement
 from ..model.energy import (BELOW_FLOOR_MESSAGE, COMPUTE_KEYS, LOWER_CLOCKS_NOTE, MEMORY_KEYS, EnergyCosts, EnergyFloor,
                             TaskEnergy, task_energy)
-from .html import Source, _ptr, _render_svg, _same_part, cell, esc, num, num_span, pct, table
+from .html_parts import Source, _ptr, _render_svg, _same_part, cell, esc, num, num_span, pct, table
 
 __all__ = ["CostsInput", "EnergyPoint", "energy_points", "calibration_energy", "benchmark_energy_section"]
 
