@@ -99,14 +99,19 @@ def inputs(tmp_path_factory):
             DATA / "analyze-h200-fixture.json", here]
 
 
-@pytest.fixture(scope="module")
-def page(inputs, tmp_path_factory):
+def _report(inputs, tmp_path_factory, name):
+    """``roofline-ext report`` of ``inputs`` into a fresh folder: the page's path."""
     pytest.importorskip("matplotlib")
     from roofline_ext.cli.app import main
 
-    out = tmp_path_factory.mktemp("report") / "report.html"
+    out = tmp_path_factory.mktemp(name) / f"{name}.html"
     assert main(["report", *map(str, inputs), "-o", str(out)]) == 0
     return out
+
+
+@pytest.fixture(scope="module")
+def page(inputs, tmp_path_factory):
+    return _report(inputs, tmp_path_factory, "report")
 
 
 def test_report_is_one_self_contained_file(page):
@@ -307,12 +312,7 @@ def energy_inputs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def energy_page(energy_inputs, tmp_path_factory):
-    pytest.importorskip("matplotlib")
-    from roofline_ext.cli.app import main
-
-    out = tmp_path_factory.mktemp("energy-report") / "energy.html"
-    assert main(["report", *map(str, energy_inputs), "-o", str(out)]) == 0
-    return out
+    return _report(energy_inputs, tmp_path_factory, "energy")
 
 
 def test_an_energy_floor_comes_back_from_its_json():
