@@ -103,17 +103,43 @@ def _open(path: str | Path, dtype: str | None, device: int):
 
 
 def _build(task, cls, init: list, dev, tdtype, seed: int, what: str):
-    """``cls(*init)`` under ``seed``, moved to ``dev`` (and cast), in eval mode."""
+    """``cls(*init)`` under ``seed``, its weights drawn on the CPU, moved to ``dev`` (and cast),
+    in eval mode: how a candidate and the reference it is judged against are built."""
+    return _build_where(task, cls, init, dev, tdtype, seed, what, "cpu")[0]
+
+
+def _build_where(task, cls, init: list, dev, tdtype, seed: int, what: str, weights: str):
+    """:func:`_build`, and where the initial weights were drawn (``"gpu"`` or ``"cpu"``).
+
+    ``weights="gpu"`` runs the constructor with ``dev`` as torch's default device, so the initial
+    weights are drawn there: the reference job of ``level3/2_ShallowWideMLP`` (8.6 GB of parameters)
+    spent 22 s beyond its trials with the weights drawn on the CPU (H200 host, 2026-12-02;
+    ``benchmarks/timing_phases.py`` splits a job into its phases). The values differ from a CPU draw under the same seed (another generator), so only jobs
+    that compare the model with nothing built the other way use it (:func:`time_reference`,
+    :func:`time_compiled`); a candidate and the reference it is judged against are both built on
+    the CPU, as KernelBench builds them. A constructor that fails that way is run again on the CPU.
+    """
     torch = lazy_torch()
-    torch.manual_seed(seed)
-    model = task.call(cls, f"{what}(*get_init_inputs())", "init", *init)
+    model, where = None, "cpu"
+    if weights == "gpu" and dev.type != "cpu":
+        torch.manual_seed(seed)
+        try:
+            with torch.device(dev):
+                model = task.call(cls, f"{what}(*get_init_inputs())", "init", *init)
+            where = "gpu"
+        except TaskError:
+            model = None
+    if model is None:
+        torch.manual_seed(seed)
+        model = task.call(cls, f"{what}(*get_init_inputs())", "init", *init)
 
     def to_device(m):
         return m.to(dev) if tdtype is None else m.to(dev, tdtype)
 
     model = task.call(to_device, f"{what}.to(cuda)", "init", model)
     # The mode the task was counted in (docs/counting.md, "Mode"): eval unless it sets TRAINING = True.
-    return model.train() if vars(task.module).get("TRAINING") is True else model.eval()
+    model = model.train() if vars(task.module).get("TRAINING") is True else model.eval()
+    return model, where
 
 
 def make_inputs(task, dev, tdtype, seed: int, placement: str = "auto") -> tuple[list, str]:
@@ -199,7 +225,7 @@ def _header(path, dev, run_dtype, seed: int, made: str) -> dict[str, Any]:
 
 # --- the timing worker's two jobs -----------------------------------------------------------------
 
-def _reference_setup(task, path, dev, tdtype, seed: int, inputs: str):
+def _reference_setup(task, path, dev, tdtype, seed: int, inputs: str, weights: str = "cpu"):
     """The reference ``Model``, its inputs, the tolerance, the result header and the constructor
     arguments, made the one way that :func:`time_reference`, :func:`time_compiled` and the judge
     share (same seed, same placement), so the compiled model is checked against the very eager
@@ -207,10 +233,16 @@ def _reference_setup(task, path, dev, tdtype, seed: int, inputs: str):
     torch = lazy_torch()
     torch.manual_seed(seed)
     init = task.init_inputs()
-    model = _build(task, task.model_cls, init, dev, tdtype, seed, "Model")
+    model, built = _build_where(task, task.model_cls, init, dev, tdtype, seed, "Model", weights)
     args, made = make_inputs(task, dev, tdtype, seed, inputs)
     run_dtype, tol = _tolerance(args, tdtype)
-    return model, args, tol, _header(path, dev, run_dtype, seed, made), init
+    return model, args, tol, {**_header(path, dev, run_dtype, seed, made), "weights": built}, init
+
+
+def _weights_for(inputs: str) -> str:
+    """Where a reference-only job draws the initial weights: on the GPU with the inputs
+    (``--inputs auto``), on the CPU with ``--inputs cpu`` (the first versions' way, throughout)."""
+    return "gpu" if inputs == "auto" else "cpu"
 
 
 def time_reference(path: str | Path, *, dtype: str | None = None, trials: Trials = DEFAULT_TRIALS,
@@ -229,7 +261,7 @@ def time_reference(path: str | Path, *, dtype: str | None = None, trials: Trials
     torch = lazy_torch()
     task, dev, tdtype = _open(path, dtype, device)
     try:
-        model, args, tol, result, _ = _reference_setup(task, path, dev, tdtype, seed, inputs)
+        model, args, tol, result, _ = _reference_setup(task, path, dev, tdtype, seed, inputs, _weights_for(inputs))
         flush = L2Flush(device)
         with torch.no_grad():
             ref_out = task.call(model, "Model.forward", "forward", *args)
@@ -291,7 +323,7 @@ def time_compiled(path: str | Path, *, dtype: str | None = None, trials: Trials 
     torch = lazy_torch()
     task, dev, tdtype = _open(path, dtype, device)
     try:
-        model, args, tol, result, _ = _reference_setup(task, path, dev, tdtype, seed, inputs)
+        model, args, tol, result, _ = _reference_setup(task, path, dev, tdtype, seed, inputs, _weights_for(inputs))
         with torch.no_grad():
             ref_out = task.call(model, "Model.forward", "forward", *args)
             result.update(_time_compiled(task, model, args, ref_out, tol, device, trials, warmup, L2Flush(device)))
