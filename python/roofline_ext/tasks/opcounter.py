@@ -186,6 +186,14 @@ class _OpCounterBase:
         self.read_by_name: dict[str, int] = defaultdict(int)
         self.write_by_name: dict[str, int] = defaultdict(int)
         self.family: _Family | None = None  # the family call running (per-op counting only)
+        # FlopCounterMode's registry (packet -> formula) while forward runs, else None, and what it
+        # counts: what torch.utils.flop_counter.FlopCounterMode, entered under this mode, would count
+        # (counting.py). That mode sees exactly the ops this one passes on (func(*args): not the
+        # ones decomposed here, not those a shortcut answers) and counts those in its registry with
+        # formula(*args, **kwargs, out_val=out), keyed by packet; so is it done here, one dispatch
+        # mode and its module hooks fewer per op.
+        self.fc_registry: dict | None = None
+        self.fc_counts: dict[Any, int] = defaultdict(int)
 
     def adjust(self, bucket: str, op: str, delta: int, index: int | None = None) -> None:
         (self.flops if bucket == "flops" else self.simt)[op] += delta
@@ -330,6 +338,10 @@ class _OpCounterBase:
         out = shortcut(args, kwargs) if shortcut is not None else None
         if out is None:  # no shortcut for this op, or none for these arguments (shortcuts.py)
             out = func(*args, **kwargs)
+            if self.fc_registry is not None:
+                formula = self.fc_registry.get(func._overloadpacket)
+                if formula is not None:
+                    self.fc_counts[func._overloadpacket] += formula(*args, **kwargs, out_val=out)
         first = next((o for o in self._leaves(out) if isinstance(o, self._Tensor)), None)
         index = None
         if self.counting and self.recorder is not None and not is_view:
