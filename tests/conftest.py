@@ -5,10 +5,54 @@ the machine-level skip, and any ``pytest.skip``/``importorskip`` inside a GPU te
 CUDA, a missing tool). A GPU machine whose build silently lost its CUDA part, or whose torch is a
 CPU build, cannot pass by skipping. ``tests/test_availability.py`` runs pytest on a do-nothing GPU
 test to prove it.
+
+Two workers by default (pytest-xdist, docs/testing.md): ``python3 -m pytest`` runs the suite on two
+xdist workers where pytest-xdist is installed and the machine has two cores or more; ``-n 0`` or
+``-p no:xdist`` runs it in this one process, ``-n N`` picks another count. Tests are spread one by
+one (``--dist loadgroup``), except the modules in :data:`ONE_WORKER`, whose module-scoped fixtures
+are expensive (a fixture runs once per worker that gets a test of its module). Tests marked
+``serial``, and GPU tests that are not skipped, run alone: every other test holds a shared lock for
+the whole of its run, a ``serial`` test the exclusive one, so nothing else runs beside a test that
+bounds a wall time or measures a GPU.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
+import tempfile
+from pathlib import Path
+
 import pytest
+
+#: Modules whose tests all go to one xdist worker (their module-scoped fixture would otherwise run
+#: on both): test_bad_input's ``outcomes`` runs every selected case up front, the KernelBench ones
+#: count all 250 tasks, test_judge_exploits judges the whole exploit suite, test_fleet starts a Dask
+#: cluster, test_report_html renders its pages once.
+ONE_WORKER = ("test_bad_input", "test_counting_kernelbench", "test_ops", "test_judge_exploits", "test_fleet",
+              "test_report_html")
+#: Workers when none are asked for: the CI-class VM's two cores (more would only share them).
+DEFAULT_WORKERS = 2
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """``-n 2 --dist loadgroup`` unless the command line chose (``-n``, ``--dist``), xdist is absent
+    or disabled (``-p no:xdist``), this is an xdist worker, or the run cannot use workers (one
+    core, ``--pdb``, ``--collect-only``). Runs before xdist's own hook turns ``-n`` into workers."""
+    if not config.pluginmanager.hasplugin("xdist") or "PYTEST_XDIST_WORKER" in os.environ:
+        return
+    opt = config.option
+    if opt.numprocesses is not None or opt.dist != "no" or getattr(opt, "distload", False):
+        return
+    if getattr(opt, "usepdb", False) or getattr(opt, "collectonly", False) or _cores() < 2:
+        return
+    opt.numprocesses = min(DEFAULT_WORKERS, _cores())
+    opt.dist = "loadgroup"
 
 
 def pytest_addoption(parser):
@@ -28,6 +72,10 @@ def _gpu_test(item) -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+        if module in ONE_WORKER:
+            item.add_marker(pytest.mark.xdist_group(module))
     if config.getoption("--require-gpu"):
         return  # nothing is skipped: pytest_runtest_call fails each GPU test instead
     gpu_items = [i for i in items if _gpu_test(i)]
@@ -37,6 +85,42 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason=f"no GPU: {reason}")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+def _runs_alone(item) -> bool:
+    """``serial``, or a GPU test that will run (a skipped one measures nothing)."""
+    if item.get_closest_marker("serial") is not None:
+        return True
+    return _gpu_test(item) and item.get_closest_marker("skip") is None
+
+
+@contextlib.contextmanager
+def _turn(item):
+    """Under xdist: the shared lock for this test's whole run, or the exclusive one for a test that
+    runs alone. A turnstile taken first stops the shared holders from starving an exclusive waiter
+    (flock alone lets a new shared lock in while an exclusive one waits)."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run is None:
+        yield
+        return
+    base = Path(tempfile.gettempdir()) / f"roofline-ext-pytest-{run}"
+    with open(f"{base}.turnstile", "a+") as gate, open(f"{base}.lock", "a+") as lock:
+        alone = _runs_alone(item)
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    with _turn(item):
+        yield
 
 
 @pytest.hookimpl(tryfirst=True)

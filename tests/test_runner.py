@@ -264,6 +264,7 @@ def test_json_on_stdout_stays_valid_and_a_failure_exits_1(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # a 2 s bound on the shutdown: nothing else on the cores meanwhile
 @pytest.mark.parametrize("to_stdout", [False, True])
 def test_ctrl_c_stops_the_batch_within_2_s_and_keeps_what_finished(tmp_path, to_stdout):
     folder = tmp_path / "t"
@@ -339,6 +340,7 @@ def _tree_memory(root: int) -> tuple[int, int]:
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # it skips unless the CPUs are idle: under xdist the other worker must wait
 @pytest.mark.skipif(not (KERNELBENCH / "level1").is_dir(), reason="KernelBench task files not in ../shared/kernelbench")
 @pytest.mark.skipif(not Path("/proc/self/smaps_rollup").exists(), reason="needs Linux /proc to measure memory")
 def test_counting_kernelbench_levels_1_to_3_wall_and_memory(tmp_path):
