@@ -34,7 +34,7 @@ import time
 import traceback
 from typing import Any, Callable
 
-from . import channel, compiling, process_state
+from . import channel, compiling, jobs, process_state
 
 
 def _resolve(name: str) -> Callable[..., Any]:
@@ -102,6 +102,7 @@ def _sender(sock: socket.socket) -> Callable[[dict[str, Any]], None]:
 
 def serve_once(sock: socket.socket) -> None:
     send, run = _sender(sock), run_job
+    jobs.PROCESS_ENDS_WITH_JOB = True  # this process exits after the one job (jobs.count uses it)
     frame = channel.recv_frame(sock)
     if frame is not None:
         send(run(channel.decode_job(frame)))
