@@ -12,6 +12,10 @@ failed, errors, deselected) come from pytest's last summary line. Writes one JSO
         # output (e.g. `python3 -m pytest -q --durations=150 -p no:randomly > durations.txt`),
         # labelled as recorded there, not measured by this script
 
+Both lanes run as the README's command does: on tests/conftest.py's default of two pytest-xdist
+workers where pytest-xdist is installed (``workers`` in the JSON; docs/testing.md). ``--serial``
+adds ``-n 0`` to each lane, for the one-process figure to compare with.
+
 Exit status: 0 when every lane it ran passed, 1 otherwise (the JSON is written either way).
 """
 from __future__ import annotations
@@ -84,6 +88,17 @@ def recorded(path: Path) -> dict[str, Any]:
     return out
 
 
+def default_workers() -> int:
+    """The xdist workers a plain ``python3 -m pytest`` gets here (tests/conftest.py's rule): two,
+    or fewer cores; none without pytest-xdist."""
+    try:
+        import xdist  # noqa: F401
+    except ImportError:
+        return 0
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return min(2, cores) if cores >= 2 else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path, help="where the JSON goes")
@@ -91,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--whole-from", type=Path, metavar="PYTEST_OUTPUT",
                     help="with --fast-only: the whole suite's figures from this earlier full run's output")
     ap.add_argument("--note", default=None, help="a free-text note stored in the JSON")
+    ap.add_argument("--serial", action="store_true", help="run each lane in one process (-n 0)")
     args = ap.parse_args(argv)
+    extra = ["-n", "0"] if args.serial else []
 
     doc: dict[str, Any] = {
         "date": dt.date.today().isoformat(),
@@ -104,12 +121,18 @@ def main(argv: list[str] | None = None) -> int:
         doc["pytest"] = pytest.__version__
     except ImportError:
         pass
+    try:
+        import xdist
+        doc["pytest_xdist"] = xdist.__version__
+    except ImportError:
+        pass
+    doc["workers"] = 0 if args.serial else default_workers()
     lanes_ok = True
-    fast = run_lane(FAST)
+    fast = run_lane(FAST + extra)
     doc["fast_lane"] = fast
     lanes_ok &= fast["exit_code"] == 0
     if not args.fast_only:
-        whole = run_lane([])
+        whole = run_lane(extra)
         lanes_ok &= whole["exit_code"] == 0
         doc["whole_suite"] = whole
     elif args.whole_from is not None:

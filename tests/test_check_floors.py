@@ -106,14 +106,15 @@ def test_nothing_timed_is_not_a_pass(tmp_path):
 
 @pytest.mark.slow
 def test_reads_what_analyze_writes(tmp_path, capsys, monkeypatch):
-    """A real `analyze --time --compile` document (CPU stand-in timings; no warm-up, to stay fast):
+    """A real `analyze --time --compile` document (CPU stand-in timings; no warm-up and the eager model
+    for the compiled one, to stay fast: the compiler is test_runner_compile's):
     the stand-in reports t_ref about 1 ms and t_compile 0.5 ms against floors of microseconds."""
     import roofline_ext.model.gpu as gpu_mod
     from roofline_ext.cli import main
     from test_runner_fakes import good_tasks, install_fake_backend
 
     monkeypatch.setattr(gpu_mod, "local_device", lambda: None)
-    install_fake_backend(tmp_path, monkeypatch, compile_warm_up=False)
+    install_fake_backend(tmp_path, monkeypatch, compile_warm_up=False, real_compile=False)
     folder = tmp_path / "tasks"
     good_tasks(folder, names=("1_a", "2_b"), sizes=(8, 8))
     out = tmp_path / "level1.json"

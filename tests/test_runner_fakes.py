@@ -223,7 +223,9 @@ def compiled(path, trials=100, **kw):
         with torch.no_grad():
             ref = model(*inputs)
             t0 = time.perf_counter()
-            out = torch.compile(model)(*inputs)
+            # <this module>.eager: the test reads the document, not the compiler (a real compile is
+            # seconds of C++ on the CPU): the eager model stands in, checked the same way.
+            out = (model if Path(__file__).with_suffix(".eager").exists() else torch.compile(model))(*inputs)
             compile_s = time.perf_counter() - t0
         cache_hit = counters["inductor"]["fxgraph_cache_hit"] > hits
         ok = bool(torch.allclose(ref, out, atol=1e-4, rtol=1e-4))
@@ -251,11 +253,12 @@ def misbehaving_tasks(folder: Path, which=tuple(MISBEHAVING)) -> list[Path]:
 
 
 def install_fake_backend(tmp_path: Path, monkeypatch, name: str = "fake_gpu_backend",
-                         times: dict | None = None, compile_warm_up: bool = True) -> Path:
+                         times: dict | None = None, compile_warm_up: bool = True, real_compile: bool = True) -> Path:
     """Write the stand-in, put it on sys.path and make the batch runner's timing jobs use it.
     ``times``: stem of a task or candidate file (``<stem>.compiled`` for its compiled time) -> the
     time in ms it should report. ``compile_warm_up``: the real compiler warm-up on the CPU (about
-    10 s on 2 cores), or none."""
+    10 s on 2 cores), or none. ``real_compile`` False: the ``--compile`` job runs the eager model in
+    place of ``torch.compile(model)`` (for tests of what the document says, not of the compiler)."""
     import roofline_ext.runner.batch as batch
 
     folder = tmp_path / "fake_backend"
@@ -263,6 +266,8 @@ def install_fake_backend(tmp_path: Path, monkeypatch, name: str = "fake_gpu_back
     (folder / f"{name}.py").write_text(FAKE_BACKEND)
     if times:
         (folder / f"{name}.json").write_text(json.dumps(times))
+    if not real_compile:
+        (folder / f"{name}.eager").write_text("")
     monkeypatch.syspath_prepend(str(folder))
     monkeypatch.setattr(batch, "TIMING_BACKEND", name)
     monkeypatch.setattr(batch, "TIME_REFERENCE_FN", f"{name}:reference")

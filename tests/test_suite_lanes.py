@@ -104,3 +104,15 @@ def test_without_workers_everything_runs_in_this_one_process(tmp_path, flag):
     runs = _run(_probe_suite(tmp_path), *flag)
     assert len(runs) == 9 and {r["worker"] for r in runs.values()} == {None}
     assert len({r["pid"] for r in runs.values()}) == 1
+
+
+def test_suite_wall_reads_the_counts_from_pytests_last_line():
+    from benchmark_loader import load_benchmark
+
+    bench = load_benchmark("suite_wall.py")
+    text = "bringing up nodes...\n....\n=== 1900 passed, 140 skipped, 3 deselected, 2 warnings in 250.50s (0:04:10) ===\n"
+    got = bench.summary(text)
+    assert (got["passed"], got["skipped"], got["deselected"], got["failed"]) == (1900, 140, 3, 0)
+    assert got["pytest_reported_s"] == 250.5 and got["warnings"] == 2
+    with pytest.raises(ValueError):
+        bench.summary("no summary here\n")
