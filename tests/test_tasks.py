@@ -80,6 +80,35 @@ def test_sys_path_restored_and_sibling_helper_forgotten(tmp_path):
     assert "helper_for_task" not in sys.modules
 
 
+def test_one_job_process_does_not_track_helpers(tmp_path):
+    # forget_helpers=False (a counting worker that exits after its one job): the task loads the
+    # same, and unload forgets only the task's own module (the process ends with it anyway)
+    write(tmp_path, "helper_kept.py", "SCALE = 3\n")
+    p = write(tmp_path, "uses_kept.py", GOOD.replace("import torch.nn as nn", "import torch.nn as nn\nimport helper_kept"))
+    task = load_task(p, forget_helpers=False)
+    try:
+        assert task.model_cls is not None and task._owned_modules == []
+        task.unload()
+        assert task.module.__name__ not in sys.modules and "helper_kept" in sys.modules
+    finally:
+        sys.modules.pop("helper_kept", None)
+
+
+def test_once_worker_sets_the_one_job_flag(monkeypatch):
+    import socket
+
+    from roofline_ext.runner import jobs, worker
+
+    monkeypatch.setattr(jobs, "PROCESS_ENDS_WITH_JOB", False)
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    b.close()  # no job comes: serve_once returns at the channel's end, the flag set
+    try:
+        worker.serve_once(a)
+    finally:
+        a.close()
+    assert jobs.PROCESS_ENDS_WITH_JOB is True
+
+
 def test_model_new_detected(tmp_path):
     p = write(tmp_path, "cand.py", GOOD + "\nclass ModelNew(Model):\n    pass\n")
     assert load_task(p).has_model_new
