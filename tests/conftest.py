@@ -94,16 +94,25 @@ def _runs_alone(item) -> bool:
     return _gpu_test(item) and item.get_closest_marker("skip") is None
 
 
+def _lock_base(config) -> Path | None:
+    """Where this xdist run's lock files are (one pair per run), or None in a process that is not
+    an xdist worker. Taken from the worker's own config, not the environment: a pytest that a test
+    starts inherits PYTEST_XDIST_TESTRUNUID, and waiting there on its parent's lock would deadlock."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None:
+        return None
+    return Path(tempfile.gettempdir()) / f"roofline-ext-pytest-{workerinput['testrunuid']}"
+
+
 @contextlib.contextmanager
 def _turn(item):
     """Under xdist: the shared lock for this test's whole run, or the exclusive one for a test that
     runs alone. A turnstile taken first stops the shared holders from starving an exclusive waiter
     (flock alone lets a new shared lock in while an exclusive one waits)."""
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if run is None:
+    base = _lock_base(item.config)
+    if base is None:
         yield
         return
-    base = Path(tempfile.gettempdir()) / f"roofline-ext-pytest-{run}"
     with open(f"{base}.turnstile", "a+") as gate, open(f"{base}.lock", "a+") as lock:
         alone = _runs_alone(item)
         fcntl.flock(gate, fcntl.LOCK_EX)
@@ -121,6 +130,16 @@ def _turn(item):
 def pytest_runtest_protocol(item, nextitem):
     with _turn(item):
         yield
+
+
+def pytest_unconfigure(config):
+    # A worker that ends runs no more tests: whichever ends first removes the files, and the other
+    # (if still running) has nobody left to share a lock with.
+    base = _lock_base(config)
+    if base is not None:
+        for suffix in (".turnstile", ".lock"):
+            with contextlib.suppress(OSError):
+                os.unlink(f"{base}{suffix}")
 
 
 @pytest.hookimpl(tryfirst=True)
