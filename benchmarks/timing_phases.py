@@ -9,7 +9,7 @@ its timed trials) can be split into what it is: loading the task file, building 
 trials, and the after-job checks. The numbers are the functions' own; the worker's channel and the
 runner's bookkeeping are not in them (the batch's ``wall_parts_s`` has those).
 
-    python3 benchmarks/timing_phases.py OUT.json DIR [DIR...] [--limit N] [--weights auto|cpu]
+    python3 benchmarks/timing_phases.py OUT.json DIR [DIR...] [--limit N] [--weights auto|cpu] [--trials N]
 
 ``--weights cpu`` draws the initial weights on the CPU as the first versions did (``auto``: as the
 job does, on the GPU with ``--inputs auto``), so the two builds can be compared on one machine.
@@ -43,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("dirs", nargs="+")
     ap.add_argument("--limit", type=int, default=0, help="at most N tasks per folder (0: all)")
     ap.add_argument("--weights", choices=("auto", "cpu"), default="auto")
+    ap.add_argument("--trials", type=int, default=None,
+                    help="a fixed count (default: adaptive, as analyze --time; the first run of this "
+                    "script, 2026-12-02, used the function's default of 100 fixed trials)")
     args = ap.parse_args(argv)
 
     import torch
@@ -71,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             row: dict[str, Any] = {"task": f"{Path(d).name}/{f.stem}"}
             try:
-                res = task_timing.time_reference(f)
+                res = task_timing.time_reference(f, trials=args.trials)
                 row["t_ref_ms"] = res["t_ref_ms"]
                 row["trials"] = res["reference"]["trials"]
                 row["timed_s"] = res["reference"].get("timed_s")
@@ -104,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                "median_job_s": statistics.median(r["job_s"] for r in rows) if rows else None}
     doc = {"benchmark": "timing_phases", "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
            "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "setup": setup,
-           "weights": args.weights, "dirs": args.dirs,
+           "weights": args.weights, "dirs": args.dirs, "trials": args.trials or "adaptive",
            "summary": summary, "rows": rows}
     Path(args.out).write_text(json.dumps(doc, indent=1))
     print(json.dumps(summary, indent=1))
