@@ -109,3 +109,35 @@ def test_uniform_shortcut_declines_real_and_constant_tensors(fake_mode):
     constant.constant = real  # a fake tensor that carries values (small literals may): they would change
     assert shortcut((constant,), {}) is None
     assert shortcut((real,), {}) is None
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("make", [lambda d: torch.empty(4, 5, dtype=d), lambda d: torch.empty(4, 5, dtype=d)[1],
+                                  lambda d: torch.empty(3, 4, dtype=d).t(), lambda d: torch.empty(0, dtype=d)])
+def test_in_place_init_shortcuts_return_what_the_fake_mode_returns(fake_mode, dtype, make):
+    shortcuts = make_shortcuts()
+    for op, args, kwargs in ((aten.zero_.default, (), {}), (aten.fill_.Scalar, (1,), {}), (aten.fill_.Scalar, (0.5,), {}),
+                             (aten.normal_.default, (0.0, 0.02), {}), (aten.normal_.default, (), {"std": 2.0})):
+        t = make(dtype)
+        want = op(t, *args, **kwargs)
+        got = shortcuts[op]((t, *args), kwargs)
+        assert got is want is t, op  # in place: the tensor itself
+        assert _meta(got) == _meta(want)
+
+
+def test_in_place_init_shortcuts_decline_what_might_fail_or_change_values(fake_mode):
+    shortcuts = make_shortcuts()
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes():
+        real = torch.zeros(3)
+    w = torch.empty(3)
+    with pytest.raises(RuntimeError, match="std >= 0"):  # the op's own check, which the shortcut leaves to it
+        aten.normal_.default(w, 0.0, -1.0)
+    assert shortcuts[aten.normal_.default]((w, 0.0, -1.0), {}) is None
+    assert shortcuts[aten.normal_.default]((w, 0.0, float("nan")), {}) is None
+    assert shortcuts[aten.normal_.default]((torch.empty(3, dtype=torch.int64),), {}) is None
+    assert shortcuts[aten.fill_.Scalar]((torch.empty(3, dtype=torch.int64), 1), {}) is None  # integers: as usual
+    assert shortcuts[aten.fill_.Scalar]((w, 1j), {}) is None
+    for op, args in ((aten.zero_.default, (real,)), (aten.fill_.Scalar, (real, 1.0)), (aten.normal_.default, (real,))):
+        assert shortcuts[op](args, {}) is None  # a real tensor has values to change

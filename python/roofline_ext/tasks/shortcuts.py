@@ -12,7 +12,10 @@ its warm-up task, so most ops of a task miss it. Two misses are costly out of pr
   shaped and laid out as a contiguous input, and two empty tensors of the input's dtype.
 - ``uniform_`` on a fake tensor (every ``nn.Linear`` and ``nn.Conv*`` initialises its parameters
   with it): a decomposition that makes a random tensor and copies it in, 1.6 ms a call, to return
-  its argument unchanged (a fake tensor has no values to fill).
+  its argument unchanged (a fake tensor has no values to fill). The other in-place initialisers
+  of ``nn`` modules are the same: ``zero_`` and ``fill_`` (batch and layer norm's statistics,
+  weights and biases: five per batch norm), ``normal_`` (embeddings); each a dispatch through the
+  fake mode, ~0.3-1 ms in a fresh worker, to return its argument.
 
 Each shortcut applies only where its result is exactly what the fake mode returns (same shapes,
 strides, dtypes, devices; a new storage where the fake mode makes one), and returns None elsewhere,
@@ -44,6 +47,31 @@ def make_shortcuts() -> dict[Any, Callable[[tuple, dict], Any]]:
             return None
         return self  # in place, on a tensor without values: the tensor itself, as the fake mode returns
 
+    def zero_(args: tuple, kwargs: dict) -> Any:
+        self: Any = args[0] if len(args) == 1 and not kwargs else None
+        return self if plain_fake(self) else None
+
+    def fill_(args: tuple, kwargs: dict) -> Any:
+        # fill_.Scalar(self, value): a Python number into a floating tensor (what nn.init does);
+        # anything else (integer tensors, values that might not convert) runs as usual
+        if kwargs or len(args) != 2 or type(args[1]) not in (int, float, bool):
+            return None
+        self: Any = args[0]
+        if not plain_fake(self) or self.dtype not in floating:
+            return None
+        return self
+
+    def normal_(args: tuple, kwargs: dict) -> Any:
+        # normal_(self, mean=0, std=1, *, generator=None): the op checks std >= 0, so only a
+        # non-negative Python std is answered here
+        mean = args[1] if len(args) > 1 else kwargs.get("mean", 0.0)
+        std = args[2] if len(args) > 2 else kwargs.get("std", 1.0)
+        if len(args) > 3 or set(kwargs) - {"mean", "std", "generator"}:
+            return None
+        if type(mean) not in (int, float) or type(std) not in (int, float) or not std >= 0:
+            return None
+        return uniform_(args[:1], {})  # the same conditions on the tensor: floating, plain fake
+
     def batch_norm(args: tuple, kwargs: dict) -> Any:
         # _native_batch_norm_legit_no_training(input, weight, bias, running_mean, running_var, momentum,
         # eps): what F.batch_norm dispatches in eval mode
@@ -67,4 +95,5 @@ def make_shortcuts() -> dict[Any, Callable[[tuple, dict], Any]]:
         return out, x.new_zeros((0,)), x.new_zeros((0,))
 
     aten = torch.ops.aten
-    return {aten.uniform_.default: uniform_, aten._native_batch_norm_legit_no_training.default: batch_norm}
+    return {aten.uniform_.default: uniform_, aten._native_batch_norm_legit_no_training.default: batch_norm,
+            aten.zero_.default: zero_, aten.fill_.Scalar: fill_, aten.normal_.default: normal_}
