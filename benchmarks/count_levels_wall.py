@@ -107,12 +107,15 @@ def main(argv: list[str] | None = None) -> int:
         cmd = [args.python, "-m", "roofline_ext.cli", "analyze", *map(str, levels), "--json", str(report),
                "--no-progress"]
         for i in range(args.repeat):
+            load = os.getloadavg()
             run = _one_run(cmd, env)
             run.update(_summary(report))
+            run["load_avg_before"] = load  # other work on the machine inflates wall and CPU alike
             runs.append(run)
-            print(f"run {i + 1}: {run['wall_s']:.2f} s wall, peak RSS {run['peak_rss_kib'] / 2**20:.2f} GiB, "
+            print(f"run {i + 1}: {run['wall_s']:.2f} s wall, {run['cpu_s']:.1f} s CPU, peak RSS {run['peak_rss_kib'] / 2**20:.2f} GiB, "
                   f"rc {run['rc']}", file=sys.stderr)
     walls = [r["wall_s"] for r in runs]
+    cpus = [r["cpu_s"] for r in runs]
     result = {
         "what": "python3 -m roofline_ext.cli analyze level1 level2 level3 --json OUT --no-progress (count only)",
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -122,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         "kernelbench": str(args.kernelbench),
         "walls_s": walls,
         "median_wall_s": statistics.median(walls),
+        # CPU of the whole process tree (RUSAGE_CHILDREN: the command, its fork server, every
+        # worker): on a shared 2-core machine the steadier figure of the two
+        "cpu_s": cpus,
+        "median_cpu_s": statistics.median(cpus),
         "peak_rss_gib": max(r["peak_rss_kib"] for r in runs) / 2**20,
         "peak_rss_is": "max over runs of getrusage(RUSAGE_CHILDREN).ru_maxrss: the largest single process "
                        "of the command's tree (not a sum over processes)",
