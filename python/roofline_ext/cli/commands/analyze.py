@@ -114,7 +114,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="seed of the judge's input sets (default: drawn per run and reported, so a run can be replayed)")
     t.add_argument("--inputs", choices=("auto", "cpu"), default="auto",
                    help="auto: make get_inputs() tensors on the GPU where its factory calls allow (default); "
-                   "cpu: make them on the CPU and copy, as the first versions did")
+                   "cpu: make them on the CPU and copy, as the first versions did (a reference-only job's initial "
+                   "weights follow the same choice)")
     t.add_argument("--compile", action="store_true", help="also time torch.compile(Model) (implies --time)")
     t.add_argument("--energy", action="store_true",
                    help="also measure each timed variant's energy per call over NVML's energy counter, a window "
