@@ -9,7 +9,7 @@ test to prove it.
 Two workers by default (pytest-xdist, docs/testing.md): ``python3 -m pytest`` runs the suite on two
 xdist workers where pytest-xdist is installed and the machine has two cores or more; ``-n 0`` or
 ``-p no:xdist`` runs it in this one process, ``-n N`` picks another count. Tests are spread one by
-one (``--dist loadgroup``), except the modules in :data:`ONE_WORKER`, whose module-scoped fixtures
+one, except the modules in :data:`ONE_WORKER`, whose module-scoped fixtures
 are expensive (a fixture runs once per worker that gets a test of its module). Tests marked
 ``serial``, and GPU tests that are not skipped, run alone: every other test holds a shared lock for
 the whole of its run, a ``serial`` test the exclusive one, so nothing else runs beside a test that
@@ -41,7 +41,7 @@ def _cores() -> int:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
-    """``-n 2 --dist loadgroup`` unless the command line chose (``-n``, ``--dist``), xdist is absent
+    """``-n 2`` unless the command line chose (``-n``, ``--dist``), xdist is absent
     or disabled (``-p no:xdist``), this is an xdist worker, or the run cannot use workers (one
     core, ``--pdb``, ``--collect-only``). Runs before xdist's own hook turns ``-n`` into workers."""
     if not config.pluginmanager.hasplugin("xdist") or "PYTEST_XDIST_WORKER" in os.environ:
@@ -52,7 +52,31 @@ def pytest_cmdline_main(config):
     if getattr(opt, "usepdb", False) or getattr(opt, "collectonly", False) or _cores() < 2:
         return
     opt.numprocesses = min(DEFAULT_WORKERS, _cores())
-    opt.dist = "loadgroup"
+    opt.dist = "load"  # spread by _Scheduling below, which keeps the ONE_WORKER modules together
+    config.stash[_DEFAULTED] = True
+
+
+_DEFAULTED = pytest.StashKey[bool]()
+
+
+def _module(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """With the default workers: xdist's load-by-scope scheduler, where a scope is one test, or the
+    whole module for the modules of :data:`ONE_WORKER`. (The scheduler runs in this process and
+    sees only node ids, so it needs no marker that the workers would have to be told about.)"""
+    if not config.stash.get(_DEFAULTED, False):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class _Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return nodeid.split("::", 1)[0] if _module(nodeid) in ONE_WORKER else nodeid
+
+    return _Scheduling(config, log)
 
 
 def pytest_addoption(parser):
@@ -72,10 +96,6 @@ def _gpu_test(item) -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        module = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
-        if module in ONE_WORKER:
-            item.add_marker(pytest.mark.xdist_group(module))
     if config.getoption("--require-gpu"):
         return  # nothing is skipped: pytest_runtest_call fails each GPU test instead
     gpu_items = [i for i in items if _gpu_test(i)]

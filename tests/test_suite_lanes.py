@@ -1,5 +1,6 @@
-"""The suite's own machinery (tests/conftest.py, docs/testing.md): two xdist workers by default, a
-``serial`` test runs with nothing beside it, ``-p no:xdist`` still runs everything in one process.
+"""The suite's own machinery (tests/conftest.py, docs/testing.md): two xdist workers by default, the
+tests of a module that conftest's ONE_WORKER names on one worker, a ``serial`` test with nothing beside it, and ``-p
+no:xdist`` or ``-n 0`` still running everything in one process.
 
 Each case runs pytest in a fresh interpreter on a small probe suite that uses this repository's
 conftest.py and pytest settings (copied from pyproject.toml), so what is checked is the real hooks
@@ -41,10 +42,15 @@ def test_plain(i):
 @pytest.mark.parametrize("i", range(2))
 def test_alone(i):
     _record(f"alone{i}", 0.6)
+'''
 
-@pytest.mark.xdist_group("g")
-def test_grouped():
-    _record("grouped", 0.0)
+GROUPED = '''
+import pytest
+from test_probe import _record
+
+@pytest.mark.parametrize("i", range(4))
+def test_grouped(i):
+    _record(f"grouped{i}", 0.1)
 '''
 
 
@@ -53,6 +59,8 @@ def _probe_suite(tmp_path: Path) -> Path:
     (suite / "tests" / "log").mkdir(parents=True)
     (suite / "tests" / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text())
     (suite / "tests" / "test_probe.py").write_text(textwrap.dedent(PROBE))
+    # A module of ONE_WORKER's (its name is one of them): all its tests go to one worker.
+    (suite / "tests" / "test_fleet.py").write_text(textwrap.dedent(GROUPED))
     ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     lines = ["[pytest]"]
     for key, value in ini.items():
@@ -70,7 +78,7 @@ def _run(suite: Path, *args: str) -> dict[str, dict]:
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
                            *args], cwd=suite, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert "9 passed" in proc.stdout, proc.stdout[-2000:]
+    assert "12 passed" in proc.stdout, proc.stdout[-2000:]
     log = suite / "tests" / "log"
     return {p.stem: json.loads(p.read_text()) for p in log.glob("*.json")}
 
@@ -86,6 +94,7 @@ def test_two_workers_by_default_and_a_serial_test_runs_alone(tmp_path):
         pytest.skip("one core: the suite runs in one process (no workers to check)")
     runs = _run(_probe_suite(tmp_path))
     assert {r["worker"] for r in runs.values()} == {"gw0", "gw1"}, runs
+    assert len({runs[f"grouped{i}"]["worker"] for i in range(4)}) == 1, runs  # ONE_WORKER's module on one worker
     for name in ("alone0", "alone1"):
         others = [k for k in runs if k != name]
         assert not [k for k in others if _overlap(runs[name], runs[k])], (name, runs)
@@ -102,7 +111,7 @@ def test_the_lock_would_see_an_overlap():
 @pytest.mark.parametrize("flag", [("-p", "no:xdist"), ("-n", "0")], ids=["no-xdist", "n0"])
 def test_without_workers_everything_runs_in_this_one_process(tmp_path, flag):
     runs = _run(_probe_suite(tmp_path), *flag)
-    assert len(runs) == 9 and {r["worker"] for r in runs.values()} == {None}
+    assert len(runs) == 12 and {r["worker"] for r in runs.values()} == {None}
     assert len({r["pid"] for r in runs.values()}) == 1
 
 
