@@ -114,12 +114,13 @@ TASK = """
 """
 
 
-@pytest.mark.slow
 def test_floors_command_writes_one_row_per_gpu(tmp_path):
+    # Counted in this process (--isolation process): the rows are the point, not the pool, which
+    # test_a_sample_recounts_byte_for_byte goes through.
     task = tmp_path / "bn_relu.py"
     task.write_text(textwrap.dedent(TASK))
     out_csv, out_json = tmp_path / "t.csv", tmp_path / "t.json"
-    assert main(["floors", str(task), "--gpu", "all", "--calibration", str(CALIBRATION),
+    assert main(["floors", str(task), "--gpu", "all", "--calibration", str(CALIBRATION), "--isolation", "process",
                  "--csv", str(out_csv), "--json", str(out_json)]) == 0
     rows = list(csv.DictReader(io.StringIO(out_csv.read_text())))
     assert [r["gpu"] for r in rows] == [s.name for s in all_skus()]
@@ -136,11 +137,10 @@ def test_floors_command_writes_one_row_per_gpu(tmp_path):
     assert doc["counter_version"] == counter_version() and doc["rows"][0]["task"] == "bn_relu"
 
 
-@pytest.mark.slow
 def test_floors_command_one_gpu_and_an_unknown_one(tmp_path, capsys):
     task = tmp_path / "bn_relu.py"
     task.write_text(textwrap.dedent(TASK))
-    assert main(["floors", str(task), "--gpu", "B300", "--csv", str(tmp_path / "b.csv")]) == 0
+    assert main(["floors", str(task), "--gpu", "B300", "--isolation", "process", "--csv", str(tmp_path / "b.csv")]) == 0
     rows = list(csv.DictReader(io.StringIO((tmp_path / "b.csv").read_text())))
     assert [r["gpu"] for r in rows] == ["B300"] and rows[0]["floor_derived_ms"] == ""  # sm_103: no derived roof
     assert main(["floors", str(task), "--gpu", "Z9000"]) == 2

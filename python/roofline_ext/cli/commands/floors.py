@@ -3,8 +3,8 @@
 One row per task and GPU (``report/floors_table.py``): FLOPs (tensor-core, SIMT), compulsory bytes,
 arithmetic intensity and the floor with its bound on the datasheet, derived and, for a GPU a
 ``--calibration`` file is of, measured roofs. Every task is counted once, through the pool
-(``runner.batch.run_batch``), and the floors of every GPU are computed from that one count. No GPU
-is needed. ``floors/README.md`` says how the committed KernelBench table was made.
+(``runner.batch.run_batch``; ``--isolation process`` counts in this process instead), and the floors
+of every GPU are computed from that one count. No GPU is needed. ``floors/README.md`` says how the committed KernelBench table was made.
 """
 from __future__ import annotations
 
@@ -30,6 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="which measured peaks of the calibration (default: burst)")
     p.add_argument("--dtype", default=None, help="cast every task first: fp32|fp16|bf16 (default: as written)")
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="counting workers (default: the CPUs)")
+    p.add_argument("--isolation", choices=("pool", "fresh", "process"), default="pool",
+                   help="pool: each task counted in a fresh worker process (default); fresh: the same; process: "
+                   "every task counted in this process, one after the other (as analyze --isolation process)")
     p.add_argument("--json", default=None, metavar="OUT", help="write the table as JSON ('-': stdout)")
     p.add_argument("--csv", default=None, metavar="OUT", help="write the table as CSV ('-': stdout; the default)")
     p.set_defaults(func=run)
@@ -114,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
     gpus = _gpus(args.gpu, calibrations, args.regime)
     first = gpus[0].sheet
     results = run_batch(paths, GpuChoice(first.full_name, first, None, "flag"),
-                        BatchOptions(dtype=args.dtype, regime=args.regime, jobs=args.jobs, measured=None),
+                        BatchOptions(dtype=args.dtype, regime=args.regime, jobs=args.jobs, measured=None,
+                                     isolation=args.isolation),
                         progress=sys.stderr.isatty())
     if len(paths) == 1:  # a batch of one keeps the file's stem as its name; so does the table
         results[0]["task"] = paths[0].stem
