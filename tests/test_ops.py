@@ -509,6 +509,7 @@ def test_attach_profile_reports_sums_and_breaches(tmp_path):
     attach_profile(result, prof, l2_tbps=10.0)
     s = result["kernel_profile"]
     assert s["kernel_sum_over_event"] == pytest.approx(0.95)
+    assert s["gpu_wait_ms"] == pytest.approx(0.001) and not any("waited" in n for n in s["notes"])
     assert s["matched_ops"] == len(prof["ops"])
     assert [b["op"] for b in s["breaches"]["all_roofs"]] == ["relu"]
     text = ops_report({k: v for k, v in result.items() if not k.startswith("_")})
@@ -577,3 +578,17 @@ def test_each_op_reads_the_envelope_at_its_own_ratio(tmp_path):
     # The datasheet roof has one figure for every ratio.
     ds = r.roofs["datasheet"]
     assert mul.floors["datasheet"] == pytest.approx((mul.read_bytes + mul.write_bytes) / (ds.bandwidth_tbps * 1e12) * 1e3)
+
+
+@pytest.mark.parametrize("kernel_sum, said", [(0.005, "waited 0.015 ms per call on the host"),
+                                              (0.03, "ran slower than the timed ones")])
+def test_kernels_that_do_not_add_up_to_the_event_time_say_why(tmp_path, kernel_sum, said):
+    from roofline_ext.runner.kernel_profile import attach_profile
+
+    p = _task(tmp_path, "lin", LINEAR_RELU)
+    result = analyze_task(p, "H200", per_op=True, t_ref_ms=0.02, measured=None)
+    prof = {"ops": [], "kernel_sum_ms": kernel_sum, "outside_ms": 0.0, "kernels": 2, "l2_bytes": 0}
+    attach_profile(result, prof, l2_tbps=10.0)
+    s = result["kernel_profile"]
+    assert s["gpu_wait_ms"] == pytest.approx(max(0.0, 0.02 - kernel_sum))
+    assert any(said in n for n in s["notes"]), s["notes"]
