@@ -141,3 +141,51 @@ def test_in_place_init_shortcuts_decline_what_might_fail_or_change_values(fake_m
     assert shortcuts[aten.fill_.Scalar]((w, 1j), {}) is None
     for op, args in ((aten.zero_.default, (real,)), (aten.fill_.Scalar, (real, 1.0)), (aten.normal_.default, (real,))):
         assert shortcuts[op](args, {}) is None  # a real tensor has values to change
+
+
+def _fake_mode_shortcuts(mode):
+    return make_shortcuts(mode)
+
+
+@pytest.mark.parametrize("size", [(4, 5), (3,), (), (0, 2), (2, 3, 4, 5), (1, 1, 1)])
+@pytest.mark.parametrize("kwargs", [{}, {"dtype": torch.float16}, {"dtype": torch.int64}, {"dtype": torch.bool},
+                                    {"device": torch.device("cpu")}, {"layout": torch.strided, "pin_memory": False},
+                                    {"memory_format": torch.contiguous_format}, {"dtype": torch.bfloat16}])
+def test_empty_shortcut_is_the_fake_result(fake_mode, size, kwargs):
+    op = aten.empty.memory_format
+    got = _fake_mode_shortcuts(fake_mode)[op]((list(size),), dict(kwargs))
+    want = op(list(size), **kwargs)
+    assert got is not None
+    assert _meta(got) == _meta(want) and got.fake_mode is want.fake_mode is fake_mode
+    assert got.untyped_storage().nbytes() == want.untyped_storage().nbytes()
+    assert got.constant is None and want.constant is None
+    assert got.untyped_storage()._cdata != want.untyped_storage()._cdata  # a storage of its own
+
+
+def test_empty_shortcut_declines_other_requests(fake_mode):
+    op = aten.empty.memory_format
+    shortcut = _fake_mode_shortcuts(fake_mode)[op]
+    assert shortcut(([2, 3],), {"memory_format": torch.channels_last}) is None
+    assert shortcut(([2, 3],), {"device": torch.device("meta")}) is None
+    assert shortcut(([2, 3],), {"pin_memory": True}) is None
+    assert shortcut(([2, 3],), {"dtype": torch.complex64}) is None
+    assert shortcut(([2, -1],), {}) is None
+    assert shortcut(([2, 3],), {"names": None}) is None
+    assert make_shortcuts()[op](([2, 3],), {}) is None  # no fake mode given
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes():  # another fake mode, or none, active: declined
+        assert shortcut(([2, 3],), {}) is None
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64])
+def test_batch_norm_shortcut_with_the_fake_mode_is_the_fake_result(fake_mode, shape, dtype):
+    op = aten._native_batch_norm_legit_no_training.default
+    args = _bn_args(torch.empty(shape, dtype=dtype), shape[1])
+    got = _fake_mode_shortcuts(fake_mode)[op](args, {})
+    want = op(*args)
+    assert got is not None
+    assert [_meta(t) for t in got] == [_meta(t) for t in want]
+    assert all(g.fake_mode is fake_mode and g.constant is None for g in got)
+    assert len({g.untyped_storage()._cdata for g in got} | {args[0].untyped_storage()._cdata}) == 4

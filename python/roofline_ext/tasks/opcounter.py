@@ -166,7 +166,7 @@ class _OpCounterBase:
         super().__init__()  # TorchDispatchMode's, next in the subclass's order
         self._formulas, self._key, self._torch, self._leaves = formulas, key, torch, tree_leaves
         self._Tensor = torch.Tensor
-        self._shortcuts = make_shortcuts()
+        self._shortcuts = make_shortcuts(getattr(key, "fake_mode", None))  # key: counting._StorageKey
         self.counting = False
         self.sources: dict[int, str] = {}
         self.calls: dict[str, int] = defaultdict(int)

@@ -16,6 +16,9 @@ its warm-up task, so most ops of a task miss it. Two misses are costly out of pr
   of ``nn`` modules are the same: ``zero_`` and ``fill_`` (batch and layer norm's statistics,
   weights and biases: five per batch norm), ``normal_`` (embeddings); each a dispatch through the
   fake mode, ~0.3-1 ms in a fresh worker, to return its argument.
+- ``empty`` (every parameter and buffer an ``nn`` module makes) and batch norm's three outputs: a
+  factory dispatched to the fake mode, which computes a cache key, misses or rebuilds the tensor
+  from its cache entry; made here as the mode makes them (``make_shortcuts(fake_mode)``).
 
 Each shortcut applies only where its result is exactly what the fake mode returns (same shapes,
 strides, dtypes, devices; a new storage where the fake mode makes one), and returns None elsewhere,
@@ -29,13 +32,47 @@ from typing import Any, Callable
 __all__ = ["make_shortcuts"]
 
 
-def make_shortcuts() -> dict[Any, Callable[[tuple, dict], Any]]:
-    """{OpOverload: f(args, kwargs) -> the fake result, or None to run the op as usual}."""
+def make_shortcuts(fake_mode: Any = None) -> dict[Any, Callable[[tuple, dict], Any]]:
+    """{OpOverload: f(args, kwargs) -> the fake result, or None to run the op as usual}.
+
+    ``fake_mode``: the FakeTensorMode the count runs under. With it, new tensors (``empty``, batch
+    norm's outputs) are made as that mode makes them (a meta tensor made in its kernel-invocation
+    context, wrapped as its FakeTensor on the CPU) instead of by dispatching a factory to it; each
+    such shortcut first checks that this mode is the active fake mode."""
     import torch
     from torch._prims_common import make_contiguous_strides_for
-    from torch._subclasses.fake_tensor import FakeTensor
+    from torch._subclasses.fake_tensor import FakeTensor, in_kernel_invocation_manager
 
     floating = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+    plain_dtypes = (*floating, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)
+    cpu = torch.device("cpu")
+    fake_key = torch._C._TorchDispatchModeKey.FAKE
+
+    def ours() -> bool:
+        return fake_mode is not None and torch._C._get_dispatch_mode(fake_key) is fake_mode
+
+    def new_fake(shape: tuple, dtype) -> Any:
+        # what FakeTensorMode's constructors (fake_impls.constructors) and its cache do: the meta
+        # tensor made with fake dispatch off, wrapped as a FakeTensor of the mode on the CPU
+        with in_kernel_invocation_manager(fake_mode):
+            meta = torch.empty(shape, dtype=dtype, device="meta")
+        return FakeTensor(fake_mode, meta, cpu)
+
+    def empty(args: tuple, kwargs: dict) -> Any:
+        # empty.memory_format(size, *, dtype, layout, device, pin_memory, memory_format): how every
+        # nn module makes its parameters and buffers; plain requests only
+        if len(args) != 1 or set(kwargs) - {"dtype", "layout", "device", "pin_memory", "memory_format"}:
+            return None
+        size = args[0]
+        if not isinstance(size, (list, tuple)) or not all(type(n) is int and n >= 0 for n in size):
+            return None
+        if (kwargs.get("layout") not in (None, torch.strided) or kwargs.get("pin_memory") not in (None, False)
+                or kwargs.get("memory_format") not in (None, torch.contiguous_format)):
+            return None
+        device, dtype = kwargs.get("device"), kwargs.get("dtype")
+        if (device is not None and device != cpu) or (dtype is not None and dtype not in plain_dtypes) or not ours():
+            return None
+        return new_fake(tuple(size), dtype if dtype is not None else torch.get_default_dtype())
 
     def plain_fake(t) -> bool:
         # constant: a small fake tensor that carries real values, which an in-place op would change
@@ -91,9 +128,12 @@ def make_shortcuts() -> dict[Any, Callable[[tuple, dict], Any]]:
                 return None
         # What the decomposition returns on the CPU in eval mode: the normalised input, laid out
         # as the (contiguous) input, and the saved mean and inverse std as empty tensors.
+        if x.fake_mode is fake_mode and ours():
+            return new_fake(tuple(x.shape), x.dtype), new_fake((0,), x.dtype), new_fake((0,), x.dtype)
         out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
         return out, x.new_zeros((0,)), x.new_zeros((0,))
 
     aten = torch.ops.aten
     return {aten.uniform_.default: uniform_, aten._native_batch_norm_legit_no_training.default: batch_norm,
-            aten.zero_.default: zero_, aten.fill_.Scalar: fill_, aten.normal_.default: normal_}
+            aten.zero_.default: zero_, aten.fill_.Scalar: fill_, aten.normal_.default: normal_,
+            aten.empty.memory_format: empty}
