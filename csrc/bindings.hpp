@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,6 +67,12 @@ void put_timing(pybind11::dict& d, const Timing& t, const char* times_key = "tim
   d["mean_ms"] = t.mean_ms;
   d["worst_ms"] = t.worst_ms;
   d["cv"] = t.cv;
+}
+
+// An optional NVML reading: the value, or None where the GPU or driver does not report it.
+template <typename T>
+pybind11::object opt(const std::optional<T>& v) {
+  return v ? pybind11::cast(*v) : pybind11::object(pybind11::none());
 }
 
 // "skipped": the reason a configuration could not run here, or None when it ran.

@@ -11,10 +11,7 @@ namespace py = pybind11;
 namespace roofline {
 namespace {
 
-template <typename T>
-py::object opt(const std::optional<T>& v) {
-  return v ? py::cast(*v) : py::none();
-}
+using bind::opt;
 
 py::object processes(const std::optional<std::vector<nvml::HealthInfo::Process>>& ps) {
   if (!ps) return py::none();

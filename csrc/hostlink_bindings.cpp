@@ -11,7 +11,7 @@ namespace py = pybind11;
 namespace roofline {
 namespace {
 
-py::dict result_dict(const HostLinkResult& r) {
+py::dict hostlink_result_dict(const HostLinkResult& r) {
   py::dict d;
   d["direction"] = r.direction;
   d["bytes"] = r.bytes;
@@ -40,7 +40,7 @@ void bind_hostlink(py::module_& m) {
       [](int device, std::size_t bytes, int reps, int warmup, std::uint32_t seed, const std::string& fault) {
         const HostLinkFault f = parse_hostlink_fault(fault);
         return bind::list_of(bind::released([&] { return run_hostlink(device, bytes, reps, warmup, seed, f); }),
-                             result_dict);
+                             hostlink_result_dict);
       },
       py::arg("device"), py::arg("bytes"), py::arg("reps") = 20, py::arg("warmup") = 3,
       py::arg("seed") = 12345u, py::arg("fault") = "none",

@@ -19,7 +19,7 @@
 namespace roofline {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kStatsThreads = 256;
 constexpr int kMaxBlocks = 2048;  // enough to fill any current GPU (132 SMs x 8 blocks of 256 on an H200)
 
 struct Partial {
@@ -34,10 +34,10 @@ __device__ __forceinline__ double to_double(__nv_bfloat16 x) { return __bfloat16
 
 // Shared-memory tree in a fixed order (deterministic), then thread 0 writes the block's partial.
 __device__ void block_reduce(Partial p, Partial* out) {
-  __shared__ Partial sh[kThreads];
+  __shared__ Partial sh[kStatsThreads];
   sh[threadIdx.x] = p;
   __syncthreads();
-  for (int s = kThreads / 2; s > 0; s >>= 1) {
+  for (int s = kStatsThreads / 2; s > 0; s >>= 1) {
     if (threadIdx.x < s) {
       Partial& x = sh[threadIdx.x];
       const Partial& y = sh[threadIdx.x + s];
@@ -102,7 +102,7 @@ __global__ void checksum_kernel(const std::uint32_t* __restrict__ w, std::size_t
 }
 
 int blocks_for(std::size_t n) {
-  const std::size_t want = (n + kThreads - 1) / kThreads;
+  const std::size_t want = (n + kStatsThreads - 1) / kStatsThreads;
   return static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(want, kMaxBlocks)));
 }
 
@@ -122,7 +122,7 @@ void* scratch(int device) {
 template <typename T>
 void launch_compare(std::uintptr_t a, std::uintptr_t b, std::size_t n, double tol, Partial* out, int blocks,
                     cudaStream_t s) {
-  compare_kernel<T><<<blocks, kThreads, 0, s>>>(reinterpret_cast<const T*>(a), reinterpret_cast<const T*>(b), n,
+  compare_kernel<T><<<blocks, kStatsThreads, 0, s>>>(reinterpret_cast<const T*>(a), reinterpret_cast<const T*>(b), n,
                                                  tol, out);
 }
 
@@ -172,7 +172,7 @@ std::uint64_t checksum(std::uintptr_t ptr, std::size_t bytes, std::uintptr_t str
   std::lock_guard<std::mutex> hold(scratch_lock);
   auto* out = static_cast<unsigned long long*>(scratch(device));
   CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(unsigned long long), s));
-  checksum_kernel<<<blocks_for(std::max<std::size_t>(words, 1)), kThreads, 0, s>>>(
+  checksum_kernel<<<blocks_for(std::max<std::size_t>(words, 1)), kStatsThreads, 0, s>>>(
       reinterpret_cast<const std::uint32_t*>(ptr), words, tail, rest != 0, out);
   CUDA_CHECK_LAUNCH();
   unsigned long long h = 0;

@@ -17,10 +17,7 @@ namespace py = pybind11;
 namespace roofline {
 namespace {
 
-template <typename T>
-py::object opt(const std::optional<T>& v) {
-  return v ? py::cast(*v) : py::none();
-}
+using bind::opt;
 
 py::dict to_dict(const nvml::DeviceInfo& d) {
   py::dict r;
