@@ -186,6 +186,22 @@ def pytest_runtest_makereport(item, call):
 
 
 @pytest.fixture(autouse=True)
+def _sigint_handler_put_back():
+    """A test that leaves SIGINT ignored in this process breaks every later test that sends Ctrl-C
+    to a child (a child starts with the signals its parent ignores) and hides a task's own SIGINT
+    change from the process snapshot: which tests those follow depends on the order xdist deals
+    them out, so the handler is put back after each test, and a test that changed it fails."""
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    after = signal.getsignal(signal.SIGINT)
+    if after is not before:
+        signal.signal(signal.SIGINT, before if before is not None else signal.default_int_handler)
+        pytest.fail(f"the test left SIGINT's handler changed ({before!r} -> {after!r})", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
 def _private_calibration_cache(tmp_path_factory, monkeypatch):
     """Every test sees an empty calibration cache of its own, never the user's: a calibration cached
     on this machine must not change what analyze tests compute."""
