@@ -81,6 +81,17 @@ def pytest_xdist_make_scheduler(config, log):
     return _Scheduling(config, log)
 
 
+def pytest_configure(config):
+    import signal
+
+    # A suite started as a background job of a shell without job control (`pytest ... &`, a CI
+    # step's `cmd &`) starts with SIGINT ignored, and every child inherits that: the Ctrl-C tests'
+    # CLI would never see their SIGINT and the process snapshot could not see a task ignore it.
+    # Tests run with Python's own handler, as from a terminal.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def pytest_addoption(parser):
     parser.addoption("--require-gpu", action="store_true", default=False,
                      help="fail (instead of skip) GPU tests when no GPU can be measured")
