@@ -124,11 +124,11 @@ def generate() -> dict[str, tuple[str, str]]:
             _module_model(f"self.conv = nn.Conv2d(ci, co, {k}, stride={s}, padding={p}, dilation={d}, groups={g})",
                           "return self.conv(x)", "ci, co"),
             f"[torch.randn({b}, {ci}, {h}, {w})]", f"[{ci}, {co}]"))
-    for i, (b, ci, co, l, k, s) in enumerate(((16, 64, 128, 65536, 3, 1), (32, 3, 64, 16384, 5, 2),
+    for i, (b, ci, co, length, k, s) in enumerate(((16, 64, 128, 65536, 3, 1), (32, 3, 64, 16384, 5, 2),
                                              (16, 256, 256, 4096, 7, 1), (8, 512, 512, 2048, 3, 2))):
         add("conv", f"conv1d_{i}", _task(
             _module_model(f"self.conv = nn.Conv1d(ci, co, {k}, stride={s})", "return self.conv(x)", "ci, co"),
-            f"[torch.randn({b}, {ci}, {l})]", f"[{ci}, {co}]"))
+            f"[torch.randn({b}, {ci}, {length})]", f"[{ci}, {co}]"))
     for i, (b, ci, co, d, h, w, k, s) in enumerate(((8, 3, 64, 32, 128, 128, 3, 1), (4, 64, 64, 16, 64, 64, 3, 2),
                                                    (2, 32, 64, 64, 64, 64, 5, 1), (16, 16, 32, 16, 32, 32, 1, 1))):
         add("conv", f"conv3d_{i}", _task(
@@ -151,22 +151,22 @@ def generate() -> dict[str, tuple[str, str]]:
             _module_model(f"self.conv = nn.ConvTranspose3d(ci, co, {k}, stride={s}, padding={p})",
                           "return self.conv(x)", "ci, co"),
             f"[torch.randn({b}, {ci}, {d}, {d}, {d})]", f"[{ci}, {co}]"))
-    for i, (b, ci, co, l, k, s) in enumerate(((16, 64, 32, 16384, 3, 2), (32, 32, 64, 4096, 5, 1))):
+    for i, (b, ci, co, length, k, s) in enumerate(((16, 64, 32, 16384, 3, 2), (32, 32, 64, 4096, 5, 1))):
         add("convT", f"convT1d_{i}", _task(
             _module_model(f"self.conv = nn.ConvTranspose1d(ci, co, {k}, stride={s})", "return self.conv(x)", "ci, co"),
-            f"[torch.randn({b}, {ci}, {l})]", f"[{ci}, {co}]"))
+            f"[torch.randn({b}, {ci}, {length})]", f"[{ci}, {co}]"))
 
     # --- attention ----------------------------------------------------------------------------------
-    for i, (b, h, l, d, causal, dt) in enumerate(((8, 16, 2048, 64, False, "float16"), (4, 32, 4096, 128, True, "bfloat16"),
+    for i, (b, h, length, d, causal, dt) in enumerate(((8, 16, 2048, 64, False, "float16"), (4, 32, 4096, 128, True, "bfloat16"),
                                                  (32, 8, 512, 64, False, "float32"), (2, 16, 8192, 128, True, "float16"),
                                                  (16, 12, 1024, 64, False, "bfloat16"))):
         add("attention", f"sdpa_{i}", _task(
             _fn_model(f"F.scaled_dot_product_attention(q, k, v, is_causal={causal})", "q, k, v"),
-            f"[torch.randn({b}, {h}, {l}, {d}, dtype=torch.{dt}) for _ in range(3)]"))
-    for i, (b, h, l, d) in enumerate(((8, 12, 1024, 64), (4, 16, 2048, 64))):
+            f"[torch.randn({b}, {h}, {length}, {d}, dtype=torch.{dt}) for _ in range(3)]"))
+    for i, (b, h, length, d) in enumerate(((8, 12, 1024, 64), (4, 16, 2048, 64))):
         add("attention", f"manual_{i}", _task(_fn_model(
             "torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), dim=-1) @ v", "q, k, v"),
-            f"[torch.randn({b}, {h}, {l}, {d}) for _ in range(3)]"))
+            f"[torch.randn({b}, {h}, {length}, {d}) for _ in range(3)]"))
     add("attention", "mha", _task(
         _module_model("self.attn = nn.MultiheadAttention(e, h, batch_first=True)",
                       "return self.attn(x, x, x, need_weights=False)[0]", "e, h"),
@@ -456,7 +456,7 @@ return self.h2o(self.hidden)""", "i, h, o"), "[torch.randn(8, 1024)]", "[1024, 2
         add("misc", name, _task(_fn_model(expr, args), inputs))
 
     # --- the same kinds again at other sizes, to reach a few hundred tasks ----------------------------------
-    for i, n in enumerate((512, 3072, 6144, 12288)):
+    for n in (512, 3072, 6144, 12288):
         for dt in ("float32", "float16", "bfloat16"):
             add("matmul", f"square_{n}_{dt}", _task(_fn_model("A @ B", "A, B"),
                 f"[torch.randn({n}, {n}, dtype=torch.{dt}), torch.randn({n}, {n}, dtype=torch.{dt})]"))
@@ -464,11 +464,11 @@ return self.h2o(self.hidden)""", "i, h, o"), "[torch.randn(8, 1024)]", "[1024, 2
         add("conv", f"conv_bn_relu_{i}", _task(_module_model(
             "self.conv = nn.Conv2d(c, c, 3, padding=1)\nself.bn = nn.BatchNorm2d(c)", "return torch.relu(self.bn(self.conv(x)))", "c"),
             f"[torch.randn({b}, {c}, {h}, {h})]", f"[{c}]"))
-    for i, (b, l, d) in enumerate(((64, 128, 256), (16, 1024, 1024), (4, 4096, 512), (128, 64, 768))):
+    for i, (b, length, d) in enumerate(((64, 128, 256), (16, 1024, 1024), (4, 4096, 512), (128, 64, 768))):
         add("norm", f"layernorm_{i}", _task(_module_model("self.ln = nn.LayerNorm(d)", "return self.ln(x)", "d"),
-                                            f"[torch.randn({b}, {l}, {d})]", f"[{d}]"))
-        add("reduction", f"softmax_{i}", _task(_fn_model("torch.softmax(x, dim=-1)"), f"[torch.randn({b}, {l}, {d})]"))
-        add("elementwise", f"gelu_{i}", _task(_fn_model("F.gelu(x)"), f"[torch.randn({b}, {l}, {d})]"))
+                                            f"[torch.randn({b}, {length}, {d})]", f"[{d}]"))
+        add("reduction", f"softmax_{i}", _task(_fn_model("torch.softmax(x, dim=-1)"), f"[torch.randn({b}, {length}, {d})]"))
+        add("elementwise", f"gelu_{i}", _task(_fn_model("F.gelu(x)"), f"[torch.randn({b}, {length}, {d})]"))
     # level-2 style: a layer, then an activation, then (or not) a norm and a reduction
     layers = [
         ("linear", "nn.Linear(1024, 2048)", "nn.BatchNorm1d(2048)", "[torch.randn(512, 1024)]", "1"),
@@ -483,7 +483,7 @@ return self.h2o(self.hidden)""", "i, h, o"), "[torch.randn(8, 1024)]", "[1024, 2
         for j, act in enumerate(activations):
             with_norm = j % 2 == 0
             init = f"self.layer = {layer}" + (f"\nself.norm = {norm}" if with_norm else "")
-            fwd = "x = self.layer(x)\n" + (f"x = self.norm(x)\n" if with_norm else "") + f"x = {act}\n"
+            fwd = "x = self.layer(x)\n" + ("x = self.norm(x)\n" if with_norm else "") + f"x = {act}\n"
             fwd += f"return x.mean(dim={dims})" if j % 3 == 0 else "return x"
             add("fused", f"{lname}_act{j}{'_norm' if with_norm else ''}", _task(_module_model(init, fwd), inputs))
     # level 1 has many variants of one convolution: kernel shape, stride, dilation, asymmetric input
