@@ -41,9 +41,51 @@ def make_shortcuts(fake_mode: Any = None) -> dict[Any, Callable[[tuple, dict], A
     such shortcut first checks that this mode is the active fake mode."""
     import torch
     from torch._prims_common import make_contiguous_strides_for
-    from torch._subclasses.fake_tensor import FakeTensor, in_kernel_invocation_manager
+    from torch._subclasses.fake_tensor import FakeTensor
 
     floating = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+    def plain_fake(t) -> bool:
+        # constant: a small fake tensor that carries real values, which an in-place op would change
+        return type(t) is FakeTensor and t.constant is None and t.layout == torch.strided
+
+    ours, new_fake, empty = _factories(fake_mode, floating)
+
+    def batch_norm(args: tuple, kwargs: dict) -> Any:
+        # _native_batch_norm_legit_no_training(input, weight, bias, running_mean, running_var, momentum,
+        # eps): what F.batch_norm dispatches in eval mode
+        if kwargs or len(args) != 7:
+            return None
+        x, stats = args[0], args[1:5]
+        if not plain_fake(x) or x.dim() < 2 or x.dtype not in floating:
+            return None
+        if str(x.device) != "cpu" or tuple(x.stride()) != tuple(make_contiguous_strides_for(x.shape)):
+            return None
+        channels = int(x.shape[1])
+        for i, t in enumerate(stats):
+            if t is None and i < 2:  # weight and bias are optional, the running statistics are not
+                continue
+            if (not plain_fake(t) or t.dtype not in floating or t.dim() != 1
+                    or int(t.shape[0]) != channels or str(t.device) != "cpu"):
+                return None
+        # What the decomposition returns on the CPU in eval mode: the normalised input, laid out
+        # as the (contiguous) input, and the saved mean and inverse std as empty tensors.
+        if x.fake_mode is fake_mode and ours():
+            return new_fake(tuple(x.shape), x.dtype), new_fake((0,), x.dtype), new_fake((0,), x.dtype)
+        out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        return out, x.new_zeros((0,)), x.new_zeros((0,))
+
+    aten = torch.ops.aten
+    return {**_in_place_inits(plain_fake, floating), aten._native_batch_norm_legit_no_training.default: batch_norm,
+            aten.empty.memory_format: empty}
+
+
+def _factories(fake_mode: Any, floating: tuple) -> tuple[Callable[[], bool], Callable[..., Any], Callable[..., Any]]:
+    """(ours, new_fake, empty): whether ``fake_mode`` is the active fake mode; a new fake tensor
+    made as that mode makes one; the ``empty`` shortcut."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensor, in_kernel_invocation_manager
+
     plain_dtypes = (*floating, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)
     cpu = torch.device("cpu")
     fake_key = torch._C._TorchDispatchModeKey.FAKE
@@ -74,9 +116,13 @@ def make_shortcuts(fake_mode: Any = None) -> dict[Any, Callable[[tuple, dict], A
             return None
         return new_fake(tuple(size), dtype if dtype is not None else torch.get_default_dtype())
 
-    def plain_fake(t) -> bool:
-        # constant: a small fake tensor that carries real values, which an in-place op would change
-        return type(t) is FakeTensor and t.constant is None and t.layout == torch.strided
+    return ours, new_fake, empty
+
+
+def _in_place_inits(plain_fake: Callable[[Any], bool], floating: tuple) -> dict[Any, Callable[[tuple, dict], Any]]:
+    """uniform_, zero_, fill_ and normal_ on plain fakes: in place, on a tensor without values, the
+    tensor itself, as the fake mode returns; declined where the op could fail or has values."""
+    import torch
 
     def uniform_(args: tuple, kwargs: dict) -> Any:
         self: Any = args[0] if args else None
@@ -109,31 +155,6 @@ def make_shortcuts(fake_mode: Any = None) -> dict[Any, Callable[[tuple, dict], A
             return None
         return uniform_(args[:1], {})  # the same conditions on the tensor: floating, plain fake
 
-    def batch_norm(args: tuple, kwargs: dict) -> Any:
-        # _native_batch_norm_legit_no_training(input, weight, bias, running_mean, running_var, momentum,
-        # eps): what F.batch_norm dispatches in eval mode
-        if kwargs or len(args) != 7:
-            return None
-        x, stats = args[0], args[1:5]
-        if not plain_fake(x) or x.dim() < 2 or x.dtype not in floating:
-            return None
-        if str(x.device) != "cpu" or tuple(x.stride()) != tuple(make_contiguous_strides_for(x.shape)):
-            return None
-        channels = int(x.shape[1])
-        for i, t in enumerate(stats):
-            if t is None and i < 2:  # weight and bias are optional, the running statistics are not
-                continue
-            if (not plain_fake(t) or t.dtype not in floating or t.dim() != 1
-                    or int(t.shape[0]) != channels or str(t.device) != "cpu"):
-                return None
-        # What the decomposition returns on the CPU in eval mode: the normalised input, laid out
-        # as the (contiguous) input, and the saved mean and inverse std as empty tensors.
-        if x.fake_mode is fake_mode and ours():
-            return new_fake(tuple(x.shape), x.dtype), new_fake((0,), x.dtype), new_fake((0,), x.dtype)
-        out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-        return out, x.new_zeros((0,)), x.new_zeros((0,))
-
     aten = torch.ops.aten
-    return {aten.uniform_.default: uniform_, aten._native_batch_norm_legit_no_training.default: batch_norm,
-            aten.zero_.default: zero_, aten.fill_.Scalar: fill_, aten.normal_.default: normal_,
-            aten.empty.memory_format: empty}
+    return {aten.uniform_.default: uniform_, aten.zero_.default: zero_, aten.fill_.Scalar: fill_,
+            aten.normal_.default: normal_}
