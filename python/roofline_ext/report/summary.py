@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..model.floors import ROOF_NAMES
 from .outputs import STDOUT
-from .writers import CSV_COLUMNS, ResultsWriter, csv_row, dumps, summarize, write_atomic
+from .writers import CSV_COLUMNS, ResultsWriter, csv_row, summarize, write_atomic
 
 
 def _median(values: Iterable[float | None]) -> float | None:
@@ -177,33 +177,21 @@ class BatchWriter(ResultsWriter):
         index = len(self._order) if index is None else index
         at = sum(1 for i in self._order if i < index)
         self._order.insert(at, index)
-        self.results.insert(at, dict(result))
+        self._insert(at, result)
         if self.csv_to_stdout:  # stdout is not rewritten: rows as results come (any order)
-            timed = bool(self.meta.get("timed"))
-            self._stream_csv(CSV_COLUMNS + (TIMED_COLUMNS if timed else ()),
-                             _timed_rows(result) if timed else [csv_row(result)])
+            self._stream_csv(self.csv_columns(), self.csv_rows(result))
         self.flush(complete=False)
 
-    def document(self, complete: bool) -> dict[str, Any]:
-        doc = super().document(complete)
-        doc["summary"] = {**summarize(self.results), **batch_summary(self.results)}
-        return doc
+    def csv_columns(self) -> Sequence[str]:
+        return CSV_COLUMNS + (TIMED_COLUMNS if self.meta.get("timed") else ())
+
+    def csv_rows(self, result: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return _timed_rows(result) if self.meta.get("timed") else [csv_row(result)]
+
+    def summary(self) -> dict[str, Any]:
+        return {**summarize(self.results), **batch_summary(self.results)}
 
     def flush(self, complete: bool) -> None:
-        if self.json_path:
-            write_atomic(self.json_path, dumps(self.document(complete), indent=1) + "\n")
-        if self.csv_path and not self.csv_to_stdout:
-            write_atomic(self.csv_path, self._csv())
+        super().flush(complete)
         if self.summary_csv_path and (complete or str(self.summary_csv_path) != STDOUT):
             write_atomic(self.summary_csv_path, summary_csv(batch_summary(self.results)))
-
-    def _csv(self) -> str:
-        timed = bool(self.meta.get("timed"))
-        columns = CSV_COLUMNS + (TIMED_COLUMNS if timed else ())
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n")
-        w.writeheader()
-        for r in self.results:
-            for row in (_timed_rows(r) if timed else [csv_row(r)]):
-                w.writerow(row)
-        return buf.getvalue()

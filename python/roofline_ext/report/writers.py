@@ -80,12 +80,34 @@ def summarize(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _list_item(text: str) -> str:
+    """A value's ``dumps(..., indent=1)`` text as it reads as an item of the document's ``tasks``
+    list (two levels in: every line indented two more spaces). JSON text holds no raw newline
+    inside a string, so each line is one line of structure."""
+    return "\n".join("  " + line for line in text.split("\n"))
+
+
+def _with_tasks(head: str, items: Sequence[str]) -> str:
+    """``head`` (an object's ``dumps(..., indent=1)``, ``{...}``) with a last key ``tasks`` holding
+    ``items``: the text ``dumps`` gives the object with that key added, byte for byte."""
+    body = head[:-2]  # "\n}" off
+    if not items:
+        return body + ',\n "tasks": []\n}'
+    return body + ',\n "tasks": [\n' + ",\n".join(items) + "\n ]\n}"
+
+
 class ResultsWriter:
     """Rewrites the JSON and/or CSV file after every result, atomically.
 
     The JSON file is one object: ``{"gpu", "regime", "dtype", "complete", "summary", "tasks": [...]}``;
     ``complete`` turns true only when the batch finished, so a file left by an interrupted batch
     says so. The CSV file has one row per task (:data:`CSV_COLUMNS`).
+
+    Each result is encoded once, when it is added, and each rewrite joins the encoded parts: the
+    document grows with the batch (600 KB for KernelBench L1-L3's counts), and encoding all of it
+    after every result made the rewrites quadratic in the number of tasks (10 s of a 2-core count
+    of the 250 tasks, 2026-12-02). The final file (``complete``) is encoded afresh from the results,
+    so it holds them as they are at the end.
     """
 
     def __init__(self, json_path: str | os.PathLike | None = None, csv_path: str | os.PathLike | None = None,
@@ -94,6 +116,8 @@ class ResultsWriter:
         self.csv_path = Path(csv_path) if csv_path else None
         self.meta = dict(meta or {})
         self.results: list[dict[str, Any]] = []
+        self._json_parts: list[str] = []  # each result's JSON list item, in the order of ``results``
+        self._csv_parts: list[str] = []  # each result's CSV rows
         self._csv_header_out = False
 
     @property
@@ -111,26 +135,59 @@ class ResultsWriter:
             w.writerow(row)
         write_text(STDOUT, buf.getvalue())
 
+    # what a subclass changes: the CSV's columns and rows, and the summary
+    def csv_columns(self) -> Sequence[str]:
+        return CSV_COLUMNS
+
+    def csv_rows(self, result: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return [csv_row(result)]
+
+    def summary(self) -> dict[str, Any]:
+        return summarize(self.results)
+
+    def _head(self, complete: bool) -> dict[str, Any]:
+        return {**self.meta, "complete": complete, "summary": self.summary()}
+
     def document(self, complete: bool) -> dict[str, Any]:
-        return {**self.meta, "complete": complete, "summary": summarize(self.results),
-                "tasks": [public(r) for r in self.results]}
+        return {**self._head(complete), "tasks": [public(r) for r in self.results]}
+
+    def json_text(self, complete: bool) -> str:
+        """The JSON file's text (without the final newline), as ``dumps(document, indent=1)``."""
+        if complete:
+            return dumps(self.document(True), indent=1)
+        return _with_tasks(dumps(self._head(False), indent=1), self._json_parts)
+
+    def _rows_text(self, rows: Sequence[Mapping[str, Any]], header: bool = False) -> str:
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(self.csv_columns()), lineterminator="\n")
+        if header:
+            w.writeheader()
+        for row in rows:
+            w.writerow(row)
+        return buf.getvalue()
+
+    def csv_text(self, complete: bool) -> str:
+        if complete:
+            return self._rows_text([row for r in self.results for row in self.csv_rows(r)], header=True)
+        return self._rows_text([], header=True) + "".join(self._csv_parts)
+
+    def _insert(self, at: int, result: Mapping[str, Any]) -> None:
+        self.results.insert(at, dict(result))
+        self._json_parts.insert(at, _list_item(dumps(public(result), indent=1)) if self.json_path else "")
+        wants_csv = self.csv_path is not None and not self.csv_to_stdout
+        self._csv_parts.insert(at, self._rows_text(self.csv_rows(result)) if wants_csv else "")
 
     def add(self, result: Mapping[str, Any]) -> None:
-        self.results.append(dict(result))
+        self._insert(len(self.results), result)
         if self.csv_to_stdout:
             self._stream_csv(CSV_COLUMNS, [csv_row(result)])
         self.flush(complete=False)
 
     def flush(self, complete: bool) -> None:
         if self.json_path:
-            write_atomic(self.json_path, dumps(self.document(complete), indent=1) + "\n")
+            write_atomic(self.json_path, self.json_text(complete) + "\n")
         if self.csv_path and not self.csv_to_stdout:
-            buf = io.StringIO()
-            w = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
-            w.writeheader()
-            for r in self.results:
-                w.writerow(csv_row(r))
-            write_atomic(self.csv_path, buf.getvalue())
+            write_atomic(self.csv_path, self.csv_text(complete))
 
 
 def emit_json(doc: Any, path: str | os.PathLike | None, to_stdout: bool) -> str:
