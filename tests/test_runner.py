@@ -192,6 +192,7 @@ def _clean_and_dirty(tmp_path: Path, which=tuple(MISBEHAVING)) -> tuple[Path, Pa
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # --timeout 3 holds the good tasks too: a wall bound
 def test_counting_batch_every_bad_task_fails_or_succeeds_alone(tmp_path, capsys):
     clean, dirty = _clean_and_dirty(tmp_path)
     rc0, ref, _ = _batch(capsys, clean, tmp_path / "clean.json")
@@ -210,6 +211,7 @@ def test_counting_batch_every_bad_task_fails_or_succeeds_alone(tmp_path, capsys)
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # --timeout 3 holds the good tasks too: a wall bound
 def test_timed_batch_every_bad_task_fails_or_succeeds_alone(tmp_path, capsys, monkeypatch):
     install_fake_backend(tmp_path, monkeypatch)
     clean, dirty = _clean_and_dirty(tmp_path)
