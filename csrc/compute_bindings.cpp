@@ -53,7 +53,7 @@ py::dict to_dict(const Measurement& m) {
   for (const auto& kv : m.config) cfg[py::str(kv.first)] = kv.second;
   d["config"] = cfg;
   d["flop_per_launch"] = m.flop_per_launch;
-  bind::put_timing(d, m.timing, "ms");
+  bind::put_timing(d, m.timing);
   d["tflops_median"] = m.tflops_median;
   d["tflops_best"] = m.tflops_best;
   d["kernel_clock_mhz"] = m.kernel_clock_mhz > 0 ? py::cast(m.kernel_clock_mhz) : py::none();

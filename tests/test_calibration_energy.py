@@ -68,7 +68,7 @@ class Core:
         times = self._spend(precision, warmup + reps)[warmup:]
         its = iterations or 1000
         return {"precision": precision, "path": path, "iterations": its, "flop_per_launch": 1e9 * its,
-                "reps": reps, "ms": times, "instruction": "fake.mma", "config": dict(knobs),
+                "reps": reps, "times_ms": times, "instruction": "fake.mma", "config": dict(knobs),
                 "verification": {"passed": precision not in self.wrong}}
 
     def bandwidth_run(self, device, pattern, buffer_bytes, reps, warmup, configs, seed):

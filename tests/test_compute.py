@@ -150,7 +150,7 @@ class FakeCore:
         return {"precision": precision, "path": path, "unit": "TOP/s" if precision == "int8" else "TFLOP/s",
                 "instruction": f"fake {path}", "grid": 132, "block": 256, "smem_bytes": 0, "regs_per_thread": 64,
                 "iterations": 100, "config": {"iterations": 100}, "flop_per_launch": tf * 1e12 * 2e-3,
-                "reps": kw["reps"], "ms": [2.0] * kw["reps"], "median_ms": 2.0, "best_ms": 1.99, "mean_ms": 2.0,
+                "reps": kw["reps"], "times_ms": [2.0] * kw["reps"], "median_ms": 2.0, "best_ms": 1.99, "mean_ms": 2.0,
                 "worst_ms": 2.01, "cv": 0.004, "tflops_median": tf, "tflops_best": tf * 1.005,
                 "kernel_clock_mhz": self.kernel_clock,
                 "verification": {"passed": True, "max_error": 1e-7, "tolerance": 1e-3, "checked": 10,

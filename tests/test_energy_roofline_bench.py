@@ -242,7 +242,7 @@ class FakeCore:
         times = self._spend(warmup + reps)[warmup:]
         its = iterations or 1000
         return {"precision": precision, "path": path, "iterations": its, "flop_per_launch": 1e9 * its,
-                "reps": reps, "ms": times, "median_ms": self.LAUNCH_S * 1e3, "instruction": "fake.mma",
+                "reps": reps, "times_ms": times, "median_ms": self.LAUNCH_S * 1e3, "instruction": "fake.mma",
                 "config": dict(knobs), "verification": {"passed": not self.wrong}}
 
     def bandwidth_run(self, device, pattern, buffer_bytes, reps, warmup, configs, seed):

@@ -100,8 +100,7 @@ def compute_workload(core: Any, device: int, precision: str, path: str, *, confi
     def once(reps: int) -> tuple[float, float, Mapping[str, Any]]:
         r = core.compute_run(device, precision, path, reps=reps, warmup=0, iterations=iterations, **cfg)
         _require_passed(r, f"{precision} {path}")
-        # compute_run names its per-launch times "ms" (bandwidth_run: "times_ms"; csrc/compute_bindings.cpp)
-        return float(r["flop_per_launch"]) * int(r["reps"]), sum(r["ms"]) * 1e-3, r
+        return float(r["flop_per_launch"]) * int(r["reps"]), sum(r["times_ms"]) * 1e-3, r
 
     reps, info = _sized(once, clock, duty)
 
