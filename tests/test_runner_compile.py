@@ -47,6 +47,14 @@ def test_compiled_tasks_share_one_warm_timing_worker(tmp_path, capsys, monkeypat
     setups = install_fake_backend(tmp_path, monkeypatch)
     folder = tmp_path / "tasks"
     good_tasks(folder, names=("1_a", "2_b", "3_c"), sizes=(16, 24, 16))
+    # A temporary folder of this test's own: a test beside it in another xdist worker may be
+    # compiling too, and its cache folder is not this run's to remove.
+    import tempfile
+
+    own_tmp = tmp_path / "tmp"
+    own_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(own_tmp))
+    monkeypatch.setattr(tempfile, "tempdir", str(own_tmp))
     dirs_before = _compile_dirs()
     rc, doc, err = _batch(capsys, folder, tmp_path / "out.json", "--compile")
     assert rc == 0, err
