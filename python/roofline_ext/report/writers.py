@@ -180,7 +180,7 @@ class ResultsWriter:
     def add(self, result: Mapping[str, Any]) -> None:
         self._insert(len(self.results), result)
         if self.csv_to_stdout:
-            self._stream_csv(CSV_COLUMNS, [csv_row(result)])
+            self._stream_csv(self.csv_columns(), self.csv_rows(result))
         self.flush(complete=False)
 
     def flush(self, complete: bool) -> None:

@@ -114,24 +114,27 @@ def _build_where(task, cls, init: list, dev, tdtype, seed: int, what: str, weigh
     ``weights="gpu"`` runs the constructor with ``dev`` as torch's default device, so the initial
     weights are drawn there: the reference job of ``level3/2_ShallowWideMLP`` (8.6 GB of parameters)
     spent 22 s beyond its trials with the weights drawn on the CPU (H200 host, 2026-12-02;
-    ``benchmarks/timing_phases.py`` splits a job into its phases). The values differ from a CPU draw under the same seed (another generator), so only jobs
-    that compare the model with nothing built the other way use it (:func:`time_reference`,
-    :func:`time_compiled`); a candidate and the reference it is judged against are both built on
-    the CPU, as KernelBench builds them. A constructor that fails that way is run again on the CPU.
+    ``benchmarks/timing_phases.py`` splits a job into its phases). The values differ from a CPU
+    draw under the same seed (another generator), so only jobs that compare the model with nothing
+    built the other way use it (:func:`time_reference`, :func:`time_compiled`); a candidate and the
+    reference it is judged against are both built on the CPU, as KernelBench builds them. A
+    constructor that fails that way is run again on the CPU.
     """
     torch = lazy_torch()
+
+    def construct():
+        torch.manual_seed(seed)
+        return task.call(cls, f"{what}(*get_init_inputs())", "init", *init)
+
     model, where = None, "cpu"
     if weights == "gpu" and dev.type != "cpu":
-        torch.manual_seed(seed)
         try:
             with torch.device(dev):
-                model = task.call(cls, f"{what}(*get_init_inputs())", "init", *init)
-            where = "gpu"
+                model, where = construct(), "gpu"
         except TaskError:
-            model = None
+            pass
     if model is None:
-        torch.manual_seed(seed)
-        model = task.call(cls, f"{what}(*get_init_inputs())", "init", *init)
+        model = construct()
 
     def to_device(m):
         return m.to(dev) if tdtype is None else m.to(dev, tdtype)
