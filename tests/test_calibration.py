@@ -650,7 +650,9 @@ def test_quick_calibration_plan_and_result(fake_gpu, cache):
 
 def test_full_calibration_with_sustained_phase(fake_gpu, cache, tmp_path):
     cal = fake_gpu["calibrate"](0, sustained_s=0.3)
-    assert [c for c in fake_gpu["calls"] if c[0] == "sustain"] == [("sustain", 0, f) for f in cal_run.SUSTAINED_FAMILIES]
+    # HBM: one runner per pattern (read, write, copy, triad), in turn in one window; then each unit.
+    expected = [("sustain", 0, "hbm")] * 4 + [("sustain", 0, f) for f in cal_run.SUSTAINED_FAMILIES if f != "hbm"]
+    assert [c for c in fake_gpu["calls"] if c[0] == "sustain"] == expected
     assert [c[2] for c in fake_gpu["calls"] if c[0] == "compute"] == list(cal_run.FULL_PRECISIONS)
     assert set(cal["burst"]["entries"]) == {"hbm", "l2", *cal_run.FULL_PRECISIONS}
     assert cal["peaks"]["burst"]["l2_bandwidth_tbps"] == 10.94
@@ -745,7 +747,10 @@ def test_calibrate_without_gpu_raises_gpu_unavailable():
     assert exc.value.exit_code == 3
 
 
-def test_sustained_hbm_runs_copy_and_compares_with_copy(fake_gpu, cache, monkeypatch):
+def test_sustained_hbm_runs_every_pattern_and_its_roof_is_the_burst_winners(fake_gpu, cache):
+    """Issue 27: the sustained HBM roof is the burst winner's pattern sustained (a read-bound task
+    is not held to copy's lower figure under --regime sustained), and every pattern keeps its own
+    sustained/burst ratio, all four measured in turn in one window."""
     import dataclasses
 
     real = fake_bandwidth
@@ -758,8 +763,39 @@ def test_sustained_hbm_runs_copy_and_compares_with_copy(fake_gpu, cache, monkeyp
     cal = fake_gpu["calibrate"](0, sustained_s=0.3)
     assert cal["burst"]["entries"]["hbm"]["path"] == "read" and cal["peaks"]["burst"]["bandwidth_tbps"] == 4.40
     hbm = cal["sustained"]["entries"]["hbm"]
-    assert hbm["path"] == "copy" and hbm["burst"] == 4.312
+    assert hbm["path"] == "read" and hbm["burst"] == 4.40
     assert hbm["ratio_to_burst"] == pytest.approx(0.994, rel=0.005)
+    assert cal["peaks"]["sustained"]["bandwidth_tbps"] == hbm["value"]
+    pats = hbm["patterns"]
+    assert set(pats) == {"read", "write", "copy", "triad"}
+    for name, burst in (("read", 4.40), ("write", 4.05), ("copy", 4.312), ("triad", 4.30)):
+        p = pats[name]
+        assert p["burst"] == burst and p["ratio_to_burst"] == pytest.approx(0.994, rel=0.005)
+        assert p["value"] == pytest.approx(burst * 0.994, rel=0.005) and p["buffer_bytes"] == 4 << 30
+        assert p["iterations"] == pats["read"]["iterations"] >= 1  # whole rounds: as many calls each
+    assert pats["read"]["value"] == hbm["value"]
+    cb.save(cal)  # strict JSON, and the cache takes it
+
+
+def test_rotating_runners_share_one_window_and_settle_apart():
+    """Each runner's figure is settled from its own calls only; the window ends on a whole round."""
+    from roofline_ext.calibration.sustained import sustain_rotating
+
+    now = [0.0]
+    calls: list[tuple[str, int]] = []
+
+    def runner(label, figure):
+        def run(reps):
+            calls.append((label, reps))
+            now[0] += 0.25
+            return figure
+        return run
+    runners = {"a": runner("a", 1.0), "b": runner("b", 2.0), "c": runner("c", 3.0)}
+    out = sustain_rotating(runners, 10.0, FakeTelemetry(lambda t: 1980.0)(0), lambda f: None, clock=lambda: now[0])
+    assert [c[0] for c in calls[:6]] == ["a", "b", "c", "a", "b", "c"] and len(calls) % 3 == 0
+    assert {k: v["value"] for k, v in out.items()} == {"a": 1.0, "b": 2.0, "c": 3.0}
+    assert len({v["iterations"] for v in out.values()}) == 1
+    assert out["a"]["duration_s"] >= 10.0
 
 
 def test_non_finite_numbers_in_raw_results_become_null(fake_gpu, cache, monkeypatch):

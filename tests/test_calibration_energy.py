@@ -163,9 +163,10 @@ def test_a_full_calibration_measures_energy_per_unit_with_what_it_ran_at(cache):
     cal = calibrate_with(backend)
     energy = cal["energy"]
     assert energy["status"] == "measured" and energy["reason"] is None
-    # After the sustained units, every energy key in order, fp8 (no burst figure) not run.
+    # After the sustained units (HBM: one runner per pattern, in turn), every energy key in order,
+    # fp8 (no burst figure) not run.
     calls = [c[0] if c[0] != "energy" else f"energy:{c[1]}" for c in k["calls"] if c[0] in ("sustain", "energy")]
-    assert calls == ["sustain"] * 7 + [f"energy:{key}" for key in ep.ENERGY_KEYS if key != "fp8"]
+    assert calls == ["sustain"] * (7 + 3) + [f"energy:{key}" for key in ep.ENERGY_KEYS if key != "fp8"]
     assert list(energy["entries"]) == list(ep.ENERGY_KEYS)
     fp8 = energy["entries"]["fp8"]
     assert fp8["status"] == "unsupported" and fp8["reason"] == "wgmma: not on this GPU" and "j_per_unit" not in fp8

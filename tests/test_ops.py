@@ -592,3 +592,73 @@ def test_kernels_that_do_not_add_up_to_the_event_time_say_why(tmp_path, kernel_s
     s = result["kernel_profile"]
     assert s["gpu_wait_ms"] == pytest.approx(max(0.0, 0.02 - kernel_sum))
     assert any(said in n for n in s["notes"]), s["notes"]
+
+
+def test_a_launch_bound_call_is_held_to_its_gpu_time_with_the_host_queued_ahead(tmp_path):
+    """Issue 26: where the GPU waits on the host, the kernels are compared with the call's GPU time
+    measured with the host queued ahead of it, and the note gives both."""
+    from roofline_ext.runner.kernel_profile import attach_profile
+
+    p = _task(tmp_path, "lin", LINEAR_RELU)
+    result = analyze_task(p, "H200", per_op=True, t_ref_ms=0.02, measured=None)
+    prof = {"ops": [], "kernel_sum_ms": 0.005, "outside_ms": 0.0, "kernels": 2, "l2_bytes": 0,
+            "queued": {"median_ms": 0.0052, "host_issue_ms": 0.018, "reps": 5, "covered": 5}}
+    attach_profile(result, prof, l2_tbps=10.0)
+    s = result["kernel_profile"]
+    assert s["queued_gpu_ms"] == 0.0052 and s["kernel_sum_over_queued"] == pytest.approx(0.005 / 0.0052)
+    assert s["kernel_sum_over_event"] == pytest.approx(0.25) and s["queued"]["covered"] == 5
+    assert any("GPU time is 0.0052 ms, of which the kernels are 96%" in n for n in s["notes"]), s["notes"]
+
+
+class _FakeCuda:
+    """torch.cuda as queued_gpu_ms uses it, on a fake timeline: ``_sleep`` spins the GPU, a call
+    issues for ``issue_s`` of host time and runs ``gpu_ms`` on the GPU."""
+
+    def __init__(self, now, gpu_ms):
+        self.now, self.gpu_ms, self.sleeps = now, gpu_ms, []
+        outer = self
+
+        class Event:
+            def __init__(self, enable_timing=False):
+                self.t = None
+
+            def record(self):
+                self.t = outer.now[0]
+
+            def synchronize(self):
+                pass
+
+            def elapsed_time(self, other):
+                return outer.gpu_ms
+
+        self.Event = Event
+
+    def _sleep(self, cycles):
+        self.sleeps.append(cycles)
+
+    def synchronize(self):
+        pass
+
+
+@pytest.mark.parametrize("issue_s, covered", [(1e-3, 5), (2.0, 0)])
+def test_queued_gpu_time_counts_only_reps_the_host_issued_within_the_spin(issue_s, covered):
+    from types import SimpleNamespace
+
+    from roofline_ext.runner.kernel_profile import queued_gpu_ms
+
+    now = [0.0]
+    cuda = _FakeCuda(now, gpu_ms=0.7)
+    flushes = []
+
+    def fn():
+        now[0] += issue_s
+
+    q = queued_gpu_ms(fn, lambda: flushes.append(1), clock=lambda: now[0], torch_mod=SimpleNamespace(cuda=cuda))
+    assert q["reps"] == 5 and q["covered"] == covered and len(flushes) == 6  # the sizing call, then each rep
+    assert q["host_issue_ms"] == pytest.approx(issue_s * 1e3)
+    # Each spin twice the last issue time (within 0.1 ms .. 0.5 s), counted at 2.5 GHz.
+    assert cuda.sleeps == [int(min(max(2 * issue_s, 1e-4), 0.5) * 2.5e9)] * 5
+    if covered:
+        assert q["median_ms"] == 0.7 and "reason" not in q
+    else:  # a 2 s issue outlasts the longest spin: no rep is known to be GPU time only
+        assert q["median_ms"] is None and "never issued the call within the spin" in q["reason"]

@@ -510,6 +510,19 @@ def test_cached_calibration_hands_its_envelope_to_the_measured_roof():
     r = roofline(0, 2e9, "float32", "H200", None, measured=sus, read_bytes=1e9, write_bytes=1e9)
     assert r["roofs"]["measured"]["bandwidth_tbps"] == pytest.approx(4.32 * 0.99)
     assert r["roofs"]["measured"]["bandwidth_mix"]["note"] == sus.mix_note
+    # A calibration that sustained every pattern: each point scaled by the ratio of the patterns
+    # nearest its read share (write 0, copy 1/2, triad 2/3, read 1), linear between them.
+    cal["sustained"]["entries"]["hbm"]["patterns"] = {
+        "read": {"ratio_to_burst": 0.98}, "write": {"ratio_to_burst": 0.96},
+        "copy": {"ratio_to_burst": 1.0}, "triad": {"ratio_to_burst": 0.99}}
+    sus = measured_peaks_of(cal, "sustained")
+    assert sus.mix["1:1"] == pytest.approx(4.32 * 1.0)
+    assert sus.mix["1:0"] == pytest.approx(H200_MIX["1:0"] * 0.98)
+    assert sus.mix["0:1"] == pytest.approx(H200_MIX["0:1"] * 0.96)
+    assert sus.mix["2:1"] == pytest.approx(H200_MIX["2:1"] * 0.99)
+    assert sus.mix["4:1"] == pytest.approx(H200_MIX["4:1"] * (0.99 + (0.98 - 0.99) * (0.8 - 2 / 3) / (1 / 3)))
+    assert "read 0.980" in sus.mix_note and "write 0.960" in sus.mix_note
+    del cal["sustained"]["entries"]["hbm"]["patterns"]
     # A quick calibration has no sweep.
     del cal["burst"]["entries"]["hbm_mix"]
     assert measured_peaks_of(cal, "burst").mix is None

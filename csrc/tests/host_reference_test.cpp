@@ -47,6 +47,13 @@ void check_checksums() {
   check(ref::checksum(seed, n) == ref::sum_range(seed, 0, n), "threaded checksum == serial sum");
   check(ref::checksum(seed, 1000) == brute_sum(seed, 0, 1000), "small checksum == brute sum");
   check(ref::checksum(seed, 0) == 0, "empty checksum is 0");
+  // The memo gives the computed sum, first time and after, and keeps (seed, n) pairs apart.
+  check(ref::checksum_memo(seed, n) == ref::checksum(seed, n), "memo, first call == checksum");
+  check(ref::checksum_memo(seed, n) == ref::checksum(seed, n), "memo, repeated call == checksum");
+  check(ref::checksum_memo(seed + 1, n) == ref::checksum(seed + 1, n), "memo keeps seeds apart");
+  check(ref::checksum_memo(seed, n - 1) == ref::checksum(seed, n - 1), "memo keeps sizes apart");
+  for (std::uint32_t k = 0; k < 2 * ref::kChecksumMemoSize; ++k)  // past the cap: still exact
+    check(ref::checksum_memo(seed + k, 4096) == brute_sum(seed + k, 0, 4096), "memo past its cap");
 }
 
 void check_spot_regions() {

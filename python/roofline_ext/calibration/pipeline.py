@@ -50,7 +50,7 @@ from ..peaks.derived import clock_derived_bandwidth, clock_derived_peak
 from ..peaks.units import ENTRY_KEYS, UNITS, peak_key, short_label
 from .backend import Backend, NativeBackend
 from .energy_phase import energy_phase, estimated_s, skipped
-from .sustained import median_of, sustain
+from .sustained import median_of, sustain, sustain_rotating
 from .trust import entry_warnings, start_warnings
 
 __all__ = ["calibrate", "DEFAULT_SUSTAINED_S", "SUSTAINED_FAMILIES", "QUICK_PRECISIONS", "FULL_PRECISIONS"]
@@ -312,20 +312,37 @@ def _compute_entries(comp: Any, dev: Any, sheet: Any) -> tuple[dict[str, dict[st
     return entries, unsupported
 
 
-#: The pattern the sustained HBM phase runs when it was measured: copy is verified on the GPU by a
-#: spot check, while read's checksum is recomputed on the host for every call (about a second for
-#: 4 GiB), time in which the card would idle and cool, flattering the sustained figure.
-_SUSTAINED_HBM_PATTERN = "copy"
+#: The HBM patterns the sustained phase runs, in turn in one window (``sustain_rotating``): the
+#: sustained HBM roof is the burst winner's pattern sustained, so ``--regime sustained`` holds a
+#: task to the same pattern as the burst regime does, and every pattern keeps its own
+#: sustained/burst ratio (issue 27). Copy (1 read : 1 write) and triad (2 : 1) are the mix points
+#: the measurement has kernels for. Until 2026-12-02 only copy ran, because read's host checksum
+#: was recomputed on every call (seconds in which the card idled); the core now remembers it.
+SUSTAINED_HBM_PATTERNS = ("read", "write", "copy", "triad")
 
 
-def _hbm_for_sustain(hbm: Mapping[str, Any]) -> dict[str, Any]:
-    """The HBM entry re-pointed at the pattern the sustained phase runs (see above), with that
-    pattern's own burst figure so that the sustained/burst ratio compares like with like."""
-    pattern = _SUSTAINED_HBM_PATTERN if _SUSTAINED_HBM_PATTERN in (hbm.get("patterns") or {}) else hbm["path"]
-    p = (hbm.get("patterns") or {}).get(pattern)
-    if not p or pattern == hbm["path"]:
-        return dict(hbm)
-    return dict(hbm, path=pattern, value=p["tbps"], config=p["config"], buffer_bytes=p["buffer_bytes"])
+def _hbm_patterns_to_sustain(hbm: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """One entry per pattern to sustain, shaped as the burst winner's (path, value, config, buffer),
+    each with that pattern's own burst figure so its sustained/burst ratio compares like with like.
+    The winner is always among them, even when it is a pattern not in the list."""
+    patterns = hbm.get("patterns") or {}
+    out: dict[str, dict[str, Any]] = {}
+    for name in SUSTAINED_HBM_PATTERNS:
+        p = patterns.get(name)
+        if name == hbm.get("path"):
+            out[name] = dict(hbm)
+        elif p and p.get("config") and p.get("buffer_bytes") and p.get("tbps"):
+            out[name] = dict(hbm, path=name, value=p["tbps"], config=p["config"], buffer_bytes=p["buffer_bytes"])
+    out.setdefault(str(hbm["path"]), dict(hbm))
+    return out
+
+
+def _pattern_summary(s: Mapping[str, Any], burst: Mapping[str, Any]) -> dict[str, Any]:
+    """One sustained HBM pattern as the ``patterns`` map of the sustained HBM entry shows it."""
+    return {"value": s["value"], "burst": burst.get("value"),
+            "ratio_to_burst": s["value"] / burst["value"] if burst.get("value") else None,
+            "settled": s["settled"], "iterations": s["iterations"], "window_s": s["window_s"],
+            "buffer_bytes": burst.get("buffer_bytes"), "config": burst.get("config"), "throttle": s["throttle"]}
 
 
 @dataclass
@@ -499,13 +516,20 @@ def _sustained_phase(run: _Run, families: Sequence[str], seconds: float) -> dict
             run.trust.append(f"sustained {short_label(fam)} skipped: "
                              f"{run.unsupported.get(fam, 'no burst figure to sustain')}")
             continue
-        if fam == "hbm":
-            burst = _hbm_for_sustain(burst)
+        names_of = getattr(run.backend, "reason_names", None)
         with run.steps.step(f"sustained {short_label(fam)} for {seconds:g} s", run.weights["sus"]) as part, \
                 _timed(run.phases, f"sustained_{fam}"):
-            run_once = run.backend.sustained_runner(run.device, fam, burst, run.dev)
-            s = sustain(run_once, seconds, run.backend.sampling(run.device), part,
-                        names_of=getattr(run.backend, "reason_names", None))
+            if fam == "hbm":
+                patterns = _hbm_patterns_to_sustain(burst)
+                runners = {name: run.backend.sustained_runner(run.device, fam, b, run.dev)
+                           for name, b in patterns.items()}
+                parts = sustain_rotating(runners, seconds, run.backend.sampling(run.device), part,
+                                         names_of=names_of)
+                s = dict(parts[str(burst["path"])])
+                s["patterns"] = {name: _pattern_summary(parts[name], patterns[name]) for name in parts}
+            else:
+                run_once = run.backend.sustained_runner(run.device, fam, burst, run.dev)
+                s = sustain(run_once, seconds, run.backend.sampling(run.device), part, names_of=names_of)
         s.update(_sustained_fractions(fam, s, burst, run.dev))
         sustained["entries"][fam] = s
     return sustained

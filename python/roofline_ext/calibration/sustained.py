@@ -25,6 +25,9 @@ _SETTLE_TOLERANCE = 0.02
 # Each sustained call is sized to last about this long, so gaps between calls (allocation, filling,
 # verification) are a small part of the window and the card never gets time to cool.
 _SUSTAINED_CALL_S = 2.0
+# Rotating runners share that call length; a call never gets shorter than this, so its set-up
+# (allocating and filling 4-12 GiB, a spot check) stays a few percent of it.
+_MIN_ROTATING_CALL_S = 0.5
 #: Slowdown reasons that do not flag a sustained call: the power cap is the sustained regime itself.
 SUSTAINED_ALLOWED_REASONS = ("sw_power_cap",)
 
@@ -50,32 +53,54 @@ def sustain(run_once: Callable[[int], Any], seconds: float, sampler: ContextMana
     timelines for anyone who wants to look. ``names_of`` turns a sample's reason bitmask into
     names (the core's ``reason_names``); without it no call is flagged by reason.
     """
-    points: list[tuple[float, float]] = []  # (mid-time of the call, figure)
-    windows: list[tuple[float, float]] = []  # (start, end) of each call, seconds since t_begin
-    kernel_clocks: list[tuple[float, float]] = []  # (mid-time, clock the kernel counted)
-    reps = 4
+    return sustain_rotating({"": run_once}, seconds, sampler, report, clock, names_of=names_of)[""]
+
+
+def sustain_rotating(runners: Mapping[str, Callable[[int], Any]], seconds: float, sampler: ContextManager[Any],
+                     report: Callable[[float], None], clock: Callable[[], float] = time.monotonic, *,
+                     names_of: Callable[[int], Sequence[str]] | None = None) -> dict[str, dict[str, Any]]:
+    """Several figures of one unit in one window: the runners called in turn (one call each per
+    round), each call sized to ``_SUSTAINED_CALL_S`` shared among them (never under
+    ``_MIN_ROTATING_CALL_S``), and each figure settled from its own calls as :func:`sustain` says.
+    The window ends on a whole round, so every runner has as many calls as the others.
+
+    Why in turn rather than one window each: the HBM patterns (read, write, copy, triad) are one
+    unit, the memory, and its sustained state is what any of them leaves the card in; one window
+    shared measures all four on the same hot card for the time of one, where four windows would
+    quadruple the phase or cut each window to a length that cannot tell settled from falling.
+    """
+    labels = list(runners)
+    call_s = max(_SUSTAINED_CALL_S / len(labels), _MIN_ROTATING_CALL_S) if len(labels) > 1 else _SUSTAINED_CALL_S
+    points: dict[str, list[tuple[float, float]]] = {k: [] for k in labels}  # (mid-time of a call, figure)
+    windows: dict[str, list[tuple[float, float]]] = {k: [] for k in labels}  # (start, end), s since t_begin
+    kernel_clocks: dict[str, list[tuple[float, float]]] = {k: [] for k in labels}  # (mid-time, clock)
+    reps = dict.fromkeys(labels, 4)
+    calls = 0
     with sampler as tel:
         t_begin = clock()
         while True:
+            label = labels[calls % len(labels)]
+            calls += 1
             t_call = clock()
-            value = run_once(reps)
+            value = runners[label](reps[label])
             t_end = clock()
             t_mid = (t_call + t_end) / 2 - t_begin
-            windows.append((t_call - t_begin, t_end - t_begin))
+            windows[label].append((t_call - t_begin, t_end - t_begin))
             if isinstance(value, tuple):
                 value, kclock = value
                 if kclock:
-                    kernel_clocks.append((t_mid, float(kclock)))
-            points.append((t_mid, float(value)))
-            # Size the next call to last _SUSTAINED_CALL_S, from this one's wall time (kernels plus
+                    kernel_clocks[label].append((t_mid, float(kclock)))
+            points[label].append((t_mid, float(value)))
+            # Size this runner's next call to last call_s, from this one's wall time (kernels plus
             # set-up and verification), so calls stay long against their gaps at any unit's speed.
             elapsed = max(t_end - t_call, 1e-3)
-            reps = int(min(max(reps * _SUSTAINED_CALL_S / elapsed, 1), 1_000_000))
-            report((t_end - t_begin) / seconds)
-            if t_end - t_begin >= seconds:
+            reps[label] = int(min(max(reps[label] * call_s / elapsed, 1), 1_000_000))
+            report(min((t_end - t_begin) / seconds, 1.0))
+            if t_end - t_begin >= seconds and calls % len(labels) == 0:
                 break
     duration = clock() - t_begin
-    return settle(points, kernel_clocks, tel.samples, duration, tel.error, windows=windows, names_of=names_of)
+    return {k: settle(points[k], kernel_clocks[k], tel.samples, duration, tel.error, windows=windows[k],
+                      names_of=names_of) for k in labels}
 
 
 def settle(points: Sequence[tuple[float, float]], kernel_clocks: Sequence[tuple[float, float]],

@@ -371,6 +371,36 @@ class MixEnvelope:
                 if _is_peak(v) and (ceiling is None or v <= CEILING_MARGIN * ceiling)}
 
 
+#: The read share (reads / all bytes) of each HBM pattern the sustained phase can run.
+_READ_SHARE = {"write": 0.0, "copy": 0.5, "triad": 2 / 3, "read": 1.0}
+
+
+def _sustained_ratios_by_read_share(patterns: Any) -> list[tuple[float, float, str]]:
+    """(read share, sustained/burst ratio, pattern) of each sustained HBM pattern, by share."""
+    out = []
+    for name, doc in _object(patterns).items():
+        ratio = _object(doc).get("ratio_to_burst")
+        if name in _READ_SHARE and _is_peak(ratio):
+            out.append((_READ_SHARE[name], float(ratio), str(name)))
+    return sorted(out)
+
+
+def _interpolated_ratio(point: str, by_share: list[tuple[float, float, str]], default: float) -> float:
+    """The ratio at a "R:W" point: linear in read share between the nearest patterns, the end
+    pattern's beyond them; ``default`` for a key that is not R:W."""
+    try:
+        r, w = (float(x) for x in point.split(":"))
+        share = r / (r + w)
+    except (ValueError, ZeroDivisionError):
+        return default
+    if share <= by_share[0][0]:
+        return by_share[0][1]
+    for (s0, r0, _), (s1, r1, _) in zip(by_share, by_share[1:]):
+        if share <= s1:
+            return r0 + (r1 - r0) * (share - s0) / (s1 - s0)
+    return by_share[-1][1]
+
+
 @dataclass(frozen=True)
 class HostLinkEntry:
     """One direction of the pinned host<->device copies (``hostlink.h2d`` / ``hostlink.d2h``), GB/s."""
@@ -652,9 +682,11 @@ class CalibrationRecord:
         it is not the burst sweep itself; (None, None) without a sweep.
 
         Points that are not finite positive figures, or that lie above the HBM ceiling (+10%, as for
-        peaks), are left out. The sweep is a burst measurement; the sustained phase runs one
-        pattern, so the sustained envelope is the burst one scaled by that pattern's sustained/burst
-        ratio (HBM slows by the same factor at every mix only approximately, hence the note)."""
+        peaks), are left out. The sweep is a burst measurement, so the sustained envelope is the
+        burst one scaled, point by point, by the sustained/burst ratio of the sustained patterns
+        nearest its read share (write 0, copy 1/2, triad 2/3, read 1; linear between them), or,
+        for a calibration that sustained one pattern only, by that pattern's ratio at every point
+        (how HBM slows at a mix is interpolated, not measured, hence the note)."""
         if self.mix is None:
             return None, None
         envelope = self.mix.envelope(self.ceiling("bandwidth_tbps", "burst"))
@@ -667,9 +699,15 @@ class CalibrationRecord:
             return None, None
         ratio = float(sustained.ratio_to_burst)
         pattern = sustained.doc.get("path") or "HBM"
+        by_share = _sustained_ratios_by_read_share(sustained.doc.get("patterns"))
+        if len(by_share) >= 2:
+            shown = ", ".join(f"{name} {r:.3f}" for _, r, name in by_share)
+            return ({k: v * _interpolated_ratio(k, by_share, ratio) for k, v in envelope.items()},
+                    f"the burst read:write envelope x the sustained/burst ratio of the nearest sustained "
+                    f"patterns by read share ({shown}; linear between them)")
         return ({k: v * ratio for k, v in envelope.items()},
                 f"the burst read:write envelope x {ratio:.3f}, the sustained/burst ratio of {pattern} "
-                "(the sustained phase runs that one pattern)")
+                "(the sustained phase ran that one pattern)")
 
     def measured_peaks(self, regime: str = "burst") -> MeasuredPeaks | None:
         """The peaks ``roofline(measured=...)`` takes from this calibration and regime, or None.
