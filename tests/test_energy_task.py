@@ -137,3 +137,82 @@ def test_a_measured_call_is_held_against_its_energy_floor():
     del result["energy"]["floor"]
     attach_energy_floor(result, EnergyCosts(costs={}))
     assert result["energy"]["floor_error"].startswith("no measured energy per FLOP for fp32")
+
+
+def _fake_pynvml(idle_w=100.0, step_s=0.1):
+    """A ``pynvml`` whose functions fill a module-level cache on first use, as the real bindings'
+    ``_nvmlGetFunctionPointer_cache`` does, over a counter that steps every ``step_s``."""
+    import time
+    import types
+
+    mod = types.ModuleType("pynvml")
+    mod._nvmlGetFunctionPointer_cache = {}
+    mod.NVML_ERROR_NOT_SUPPORTED = 3
+
+    def used(name, value=None):
+        def fn(*args):
+            # A callable, as the real cache holds ctypes function pointers: code, not data.
+            mod._nvmlGetFunctionPointer_cache.setdefault(name, lambda *a: 0)
+            return value(*args) if callable(value) else value
+        return fn
+    mod.nvmlInit = used("nvmlInitWithFlags")
+    mod.nvmlShutdown = used("nvmlShutdown")
+    mod.nvmlDeviceGetHandleByPciBusId = used("nvmlDeviceGetHandleByPciBusId_v2", "handle")
+    mod.nvmlDeviceGetTotalEnergyConsumption = used(
+        "nvmlDeviceGetTotalEnergyConsumption", lambda h: int(time.perf_counter() / step_s) * int(idle_w * step_s * 1e3))
+    return mod
+
+
+@pytest.mark.slow
+def test_the_energy_warm_up_leaves_the_worker_nothing_to_see_after_a_task(monkeypatch):
+    """The H200 run of 2026-12-02 replaced the timing worker after every --energy task: NVML's
+    first use filled pynvml's function cache, which the worker's snapshot read as the task's
+    patch, and each task paid NVML's start and the idle probe again. The worker's prepare step
+    (measure.energy.warm_up) now opens the counter and takes the probe before the snapshot."""
+    import sys
+
+    from roofline_ext.runner import process_state
+
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml())
+    monkeypatch.setattr(energy_mod, "_bus_id", lambda device: "00000000:00:06.0")
+    cold = process_state.snapshot()
+    warm = energy_mod.warm_up(0)
+    assert warm["energy"]["idle_w"] == pytest.approx(100.0, rel=0.05), warm
+    # Without the warm-up, NVML's first use is a change the worker would replace itself for.
+    assert any("_nvmlGetFunctionPointer_cache" in r for r in process_state.changes(cold))
+    before = process_state.snapshot()
+    m = measure_call_energy(lambda: None, device=0, call_ms=1.0, sync=lambda: None)
+    assert "error" not in m and m["idle_w"] == warm["energy"]["idle_w"]  # the warm-up's probe
+    assert process_state.changes(before) == []
+
+
+def test_the_energy_warm_up_says_why_without_a_counter(monkeypatch):
+    def no_counter(device):
+        raise energy_mod.EnergyCounterError("measuring energy needs NVML's Python bindings, which are not installed")
+    monkeypatch.setattr(energy_mod, "counter_for", no_counter)
+    assert energy_mod.warm_up(0) == {"energy": {"error": "measuring energy needs NVML's Python bindings, which "
+                                                         "are not installed"}}
+    assert energy_mod._PROBES == {}
+
+
+def test_energy_runs_warm_up_in_each_timing_worker_before_its_snapshot(monkeypatch, tmp_path):
+    """--energy asks the pool for the warm-up step; without it the pool gets none."""
+    from roofline_ext.runner import batch as batch_mod
+
+    made: list[dict] = []
+
+    class Stop(Exception):
+        pass
+
+    def spy(*args, **kwargs):
+        made.append(kwargs)
+        raise Stop  # only the pool's options are wanted
+    monkeypatch.setattr(batch_mod, "Pool", spy)
+    task = tmp_path / "t.py"
+    task.write_text("x = 1\n")
+    for energy in (True, False):
+        opts = batch_mod.BatchOptions(timing=batch_mod.TimingOptions(energy=energy))
+        with pytest.raises(Stop):
+            batch_mod.run_batch([task], "H200", opts)
+    assert [m["energy_warm_up"] for m in made] == [batch_mod.ENERGY_WARM_UP_FN, None]
+    assert batch_mod.ENERGY_WARM_UP_FN == "roofline_ext.measure.energy:warm_up"

@@ -443,6 +443,28 @@ def counter_for(device: int) -> NvmlEnergyReader:
     return NvmlEnergyReader(_bus_id(device))
 
 
+def warm_up(device: int) -> dict[str, Any]:
+    """The timing worker's ``prepare`` step under ``--energy`` (``runner/worker.py``): open the
+    counter once and take the idle probe of ``device`` (``_PROBES``), before the worker's snapshot
+    of its process state. Why: the first use of NVML fills ``pynvml``'s function-pointer cache,
+    which the snapshot then saw as a change made by the task, so every task replaced its worker
+    and paid the counter's start and idle probe again, seconds a task (H200, 2026-12-02: L3 at
+    8-11 s a task). The card is also idler here, before any task ran, than between tasks. A card
+    without a counter is said, once, here; each task's energy then says it again."""
+    t0 = time.perf_counter()
+    try:
+        counter = counter_for(device)
+    except EnergyCounterError as exc:
+        return {"energy": {"error": str(exc)}}
+    try:
+        _PROBES[device] = probe_counter(counter)
+    except EnergyCounterError as exc:
+        return {"energy": {"error": str(exc)}}
+    finally:
+        counter.close()
+    return {"energy": {"idle_w": _PROBES[device].idle_w, "warm_up_s": round(time.perf_counter() - t0, 3)}}
+
+
 def measure_call_energy(fn: Callable[[], object], *, device: int, call_ms: float,
                         flush: Callable[[], object] | None = None, reader: EnergyReader | None = None,
                         sync: Callable[[], object] | None = None, clock: Callable[[], float] = time.perf_counter,

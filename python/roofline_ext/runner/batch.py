@@ -51,6 +51,8 @@ TIME_COMPILED_FN = "roofline_ext.runner.task_timing:time_compiled"
 # --new without --time: the same judge, correctness only, in a counting worker (on the CPU).
 JUDGE_CANDIDATE_FN = "roofline_ext.runner.task_timing:judge_candidate"
 COMPILE_WARM_UP_FN = "roofline_ext.runner.compiling:warm_up"
+#: --energy: each timing worker opens NVML and takes the idle probe before its snapshot.
+ENERGY_WARM_UP_FN = "roofline_ext.measure.energy:warm_up"
 DEFAULT_COUNT_TIMEOUT_S = 60.0
 JUDGE_CORRECT_TRIALS = 5
 DEFAULT_TIME_TIMEOUT_S = 600.0
@@ -152,7 +154,8 @@ def run_batch(paths: Sequence[str | os.PathLike], gpu: GpuChoice, opts: BatchOpt
     if note:
         print(f"roofline-ext: note: {note}", file=sys.stderr)
     pool = Pool(jobs, backend=opts.backend or TIMING_BACKEND, fresh=opts.isolation == "fresh",
-                warm_up=len(task_paths) > 1, compile_warm_up=COMPILE_WARM_UP_FN if compiling else None)
+                warm_up=len(task_paths) > 1, compile_warm_up=COMPILE_WARM_UP_FN if compiling else None,
+                energy_warm_up=ENERGY_WARM_UP_FN if opts.timing is not None and opts.timing.energy else None)
     batch: _Batch | None = None
     age = process_age_s() if opts.verbose else None
     try:

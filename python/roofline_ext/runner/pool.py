@@ -26,6 +26,7 @@
 * ``compile_warm_up``: with ``--compile`` every timing worker runs that step once, after its setup
   and before its state snapshot (:mod:`.compiling`), so that a compiled task leaves the worker
   reusable; the pool then gives the run a compile-cache folder of its own, removed at ``close()``.
+  ``energy_warm_up`` (``--energy``) likewise opens NVML and takes the idle probe before the snapshot.
 * What a task prints, in Python or with raw writes to fd 1/2, goes to its worker's output file and
   comes back with the outcome (``Outcome.output``); the runner's stdout stays ours.
 
@@ -183,13 +184,15 @@ class Pool:
     ``warm_up``: count a built-in task in the server first (pays off from the second task on).
     ``compile_warm_up``: ``"module:function"`` each timing worker calls with its device after its
     setup, before its snapshot (:func:`.compiling.warm_up`); it also gives the run its own compile
-    caches (:class:`.compiling.RunCaches`).
+    caches (:class:`.compiling.RunCaches`). ``energy_warm_up``: the same for ``--energy``
+    (:func:`roofline_ext.measure.energy.warm_up`: NVML opened and the idle probe taken before the
+    snapshot); with both, energy's runs first.
     """
 
     def __init__(self, jobs: int | None = None, *, backend: str = GPU_BACKEND, cpu_backend: str = CPU_BACKEND,
                  fresh: bool = False, reuse_counting: bool = False, warm_up: bool = True,
                  setup_timeout_s: float = 300.0, start_timeout_s: float = 300.0,
-                 compile_warm_up: str | None = None) -> None:
+                 compile_warm_up: str | None = None, energy_warm_up: str | None = None) -> None:
         self.jobs = max(1, jobs or default_jobs())
         self.backends = {"cpu": cpu_backend, "gpu": backend}
         self.fresh = fresh
@@ -198,6 +201,7 @@ class Pool:
         self.setup_timeout_s = setup_timeout_s
         self.start_timeout_s = start_timeout_s
         self.compile_warm_up = compile_warm_up
+        self.energy_warm_up = energy_warm_up
         self._caches = RunCaches() if compile_warm_up else None
         self.replacements: list[dict[str, Any]] = []  # every reused worker replaced, and why
         # Where a run's time went (--verbose): (seconds since this pool was made, what happened).
@@ -407,8 +411,9 @@ class Pool:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         w = _Worker(next(self._tokens), role, lane, ours, tempfile.TemporaryFile(), ready=role == "once")
         options: dict[str, Any] = {"backend": self.backends[lane[0]], "device": lane[1]} if lane else {}
-        if lane and lane[0] == "gpu" and self.compile_warm_up:
-            options["prepare"] = self.compile_warm_up
+        prepare = [fn for fn in (self.energy_warm_up, self.compile_warm_up) if fn]
+        if lane and lane[0] == "gpu" and prepare:
+            options["prepare"] = prepare
         # Their end stays open until the message that hands it over has gone (the outbox).
         self._control_send({"op": "fork", "token": w.token, "role": role, "options": options},
                            [theirs.fileno(), w.out.fileno()], theirs.close)

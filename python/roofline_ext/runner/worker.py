@@ -32,7 +32,7 @@ import socket
 import sys
 import time
 import traceback
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from . import channel, compiling, jobs, process_state
 
@@ -108,18 +108,22 @@ def serve_once(sock: socket.socket) -> None:
         send(run(channel.decode_job(frame)))
 
 
-def serve_persistent(sock: socket.socket, backend_name: str, device: Any, prepare: str | None = None) -> None:
+def serve_persistent(sock: socket.socket, backend_name: str, device: Any,
+                     prepare: str | Sequence[str] | None = None) -> None:
     send, run, recv, decode, forget, changes, check = (_sender(sock), run_job, channel.recv_frame, channel.decode_job,
                                                        _forget_compiled, process_state.changes, _backend_check)
     backend = importlib.import_module(backend_name)
     setup = run_job({"fn": f"{backend_name}:setup", "kwargs": {"device": device}, "error_kind": "setup"})
-    if setup["ok"] and prepare:
+    steps = [prepare] if isinstance(prepare, str) else list(prepare or ())
+    for step in steps if setup["ok"] else ():
         # Part of the setup (its time limit, its reply), before the snapshot. A prepare step that
         # fails leaves the worker usable for what does not need it: its reason goes with the reply,
-        # and each job that needed it fails with its own.
-        prep = run_job({"fn": prepare, "kwargs": {"device": device}, "error_kind": "setup"})
+        # and each job that needed it fails with its own. Several steps (--compile and --energy)
+        # run in order; the reply keeps the last one's under "prepare" and each under its name.
+        prep = run_job({"fn": step, "kwargs": {"device": device}, "error_kind": "setup"})
         if isinstance(setup["value"], dict):
             setup["value"]["prepare"] = prep["value"] if prep["ok"] else {"error": prep["error"]}
+            setup["value"].setdefault("prepared", {})[step] = setup["value"]["prepare"]
     send(setup)
     if not setup["ok"]:
         return
