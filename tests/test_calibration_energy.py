@@ -156,6 +156,21 @@ def above_idle_pj(unit: str) -> float:
 # The phase inside a full calibration
 # --------------------------------------------------------------------------------------------------
 
+def test_a_longer_energy_window_narrows_each_figures_bound(cache):
+    """--energy-window: each unit's window at least that long, and its counter-reading bound
+    narrower than at the default (the edge terms stay, the window they are shared over grows)."""
+    def run(**kw):
+        board = FakeBoard(interval=0.1, idle_w=IDLE_W)
+        backend = EnergyBackend(knobs(), board, Core(board, WATTS))
+        return calibrate_with(backend, **kw)["energy"]["entries"]
+    short, long = run(), run(energy_window_s=4.0)
+    for key in ("fp32", "hbm_read"):
+        assert short[key]["status"] == long[key]["status"] == "ok"
+        assert long[key]["window_s"] >= 4.0 > short[key]["window_s"]
+        assert long[key]["relative_uncertainty"] < 0.6 * short[key]["relative_uncertainty"], key
+    assert ep.estimated_s(window_s=4.0) - ep.estimated_s() == pytest.approx(3.0 * len(ep.ENERGY_KEYS))
+
+
 def test_a_full_calibration_measures_energy_per_unit_with_what_it_ran_at(cache):
     board = FakeBoard(interval=0.1, idle_w=IDLE_W)
     k = knobs(unsupported={"fp8"})

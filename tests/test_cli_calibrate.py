@@ -143,6 +143,8 @@ def test_calibrate_api_without_gpu_raises():
     (["--device", "first"], "--device must be a CUDA index"),
     (["--sustained", "-5"], "--sustained must be 0"),
     (["--plot", "chart.pdf"], ".png or .svg"),
+    (["--energy-window", "0.5"], "--energy-window must be a number of seconds from 1 to 600"),
+    (["--energy-window", "nan"], "--energy-window must be a number of seconds from 1 to 600"),
 ])
 def test_bad_arguments_exit_2(cache, capsys, args, message):
     assert main(["calibrate", *args]) == 2

@@ -50,9 +50,10 @@ UNCERTAINTY_RULE = ("counter-reading bound: (resolution + power x min(poll gap, 
                     "pair, plus the idle power's own bound x the window, over the calls; not the sensor's accuracy")
 
 
-def estimated_s(keys: Sequence[str] = ENERGY_KEYS) -> float:
-    """What the phase should cost, in wall seconds (the budget takes it off the sustained window)."""
-    return _IDLE_S + 0.5 + ESTIMATED_ITEM_S * len(keys)
+def estimated_s(keys: Sequence[str] = ENERGY_KEYS, window_s: float = MIN_WINDOW_S) -> float:
+    """What the phase should cost, in wall seconds (the budget takes it off the sustained window):
+    a window longer than the shortest adds its extra seconds per unit."""
+    return _IDLE_S + 0.5 + (ESTIMATED_ITEM_S + max(0.0, window_s - MIN_WINDOW_S)) * len(keys)
 
 
 def skipped(reason: str) -> dict[str, Any]:

@@ -49,6 +49,7 @@ from ..peaks.datasheet import lookup
 from ..peaks.derived import clock_derived_bandwidth, clock_derived_peak
 from ..peaks.units import ENTRY_KEYS, UNITS, peak_key, short_label
 from .backend import Backend, NativeBackend
+from ..measure.energy import MIN_WINDOW_S
 from .energy_phase import energy_phase, estimated_s, skipped
 from .sustained import median_of, sustain, sustain_rotating
 from .trust import entry_warnings, start_warnings
@@ -370,7 +371,7 @@ def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFA
               families: Sequence[str] = SUSTAINED_FAMILIES,
               precisions: Sequence[str] | None = None, backend: Backend | None = None,
               budget_s: float | None = None, clock: Callable[[], float] = time.monotonic,
-              energy: bool = True) -> dict[str, Any]:
+              energy: bool = True, energy_window_s: float | None = None) -> dict[str, Any]:
     """Measure GPU ``device`` (CUDA index) and return the calibration as a JSON-ready dict.
 
     ``quick``: HBM bandwidth and FP32/TF32/FP16/BF16 only, no L2, no sustained phase (seconds).
@@ -386,6 +387,9 @@ def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFA
     sustained units (``energy_phase.py``; about a minute on an H200, taken off the sustained window
     when a budget is set); False records it as skipped on request. Quick calibrations and a skipped
     sustained phase measure no energy either, and say so in the ``energy`` section.
+    ``energy_window_s``: the shortest counter window per unit (default ``MIN_WINDOW_S``, 1 s; the
+    phase lengthens it to its lag rule, ~1-3 s on an H200). Each figure's counter-reading bound
+    falls as the window grows (about ±5% at 3 s on an H200, 2026-12-02), at the window's cost.
     Raises ``GpuUnavailableError`` when the device cannot be measured, ``UserError`` for a bad
     index. Nothing is cached here: ``peaks.cache.save()`` does that.
     """
@@ -399,7 +403,8 @@ def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFA
     measure_energy = bool(families) and energy
     # Rough seconds per step, only for the progress bar (and, for energy, the budget).
     weights = {"bw": 3.0 if quick else 14.0, "prec": 1.5 if quick else 3.0, "sus": float(sustained_s) + 2.0,
-               "smem": 0.0 if quick else 1.0, "energy": estimated_s() if measure_energy else 0.0}
+               "smem": 0.0 if quick else 1.0,
+               "energy": estimated_s(window_s=energy_window_s or MIN_WINDOW_S) if measure_energy else 0.0}
     weights["link"] = 1.0 if hasattr(backend, "measure_hostlink") else 0.0
     total = (weights["bw"] + weights["smem"] + weights["link"] + weights["prec"] * len(precs)
              + weights["sus"] * len(families) + weights["energy"])
@@ -420,7 +425,7 @@ def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFA
     if sustained is not None:
         sustained["requested_s"] = float(sustained_s)
     t_energy = clock()
-    energy_section = _energy(run, bool(families), energy)
+    energy_section = _energy(run, bool(families), energy, energy_window_s)
     energy_wall = clock() - t_energy
     end_state = _state(backend, dev)
     run.trust += _end_warnings(run, state, end_state, sustained, window)
@@ -535,7 +540,7 @@ def _sustained_phase(run: _Run, families: Sequence[str], seconds: float) -> dict
     return sustained
 
 
-def _energy(run: _Run, sustained_ran: bool, wanted: bool) -> dict[str, Any]:
+def _energy(run: _Run, sustained_ran: bool, wanted: bool, window_s: float | None = None) -> dict[str, Any]:
     """The sustained phase's energy part (``energy_phase.py``), or the reason it was skipped."""
     if run.quick:
         return skipped("a quick calibration measures no energy (a full one does)")
@@ -546,7 +551,8 @@ def _energy(run: _Run, sustained_ran: bool, wanted: bool) -> dict[str, Any]:
     with run.steps.step("energy per FLOP and per byte", run.weights["energy"]) as update, \
             _timed(run.phases, "energy"):
         section, warnings = energy_phase(run.backend, run.device, run.dev, run.entries, run.unsupported,
-                                         progress=lambda fraction, what: update(fraction, what))
+                                         progress=lambda fraction, what: update(fraction, what),
+                                         window_s=window_s or MIN_WINDOW_S)
     run.trust += warnings
     return section
 

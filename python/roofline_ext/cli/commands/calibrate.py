@@ -45,6 +45,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="do not measure energy in the sustained phase (by default a full calibration measures "
                    "J/FLOP of every precision, J/byte of HBM read, write and copy, and idle power: about a "
                    "minute; needs nvidia-ml-py, and is skipped with the reason without it)")
+    p.add_argument("--energy-window", type=float, default=None, metavar="SECONDS",
+                   help="the shortest energy-counter window per unit (default 1; the phase lengthens it to its "
+                   "own rule, 1-3 s on an H200, where each figure's counter-reading bound is about 5%%): "
+                   "a longer window narrows that bound at its cost, about SECONDS more per unit x 10 units")
     p.add_argument("--json", action="store_true", help="print the full calibration as JSON on stdout")
     p.add_argument("--plot", metavar="FILE",
                    help="also draw the roofline chart (FILE.png or FILE.svg; with --device all, one "
@@ -348,6 +352,12 @@ def run(args: argparse.Namespace) -> int:
     sustained_s = DEFAULT_SUSTAINED_S if args.sustained is None else args.sustained
     if not (math.isfinite(sustained_s) and sustained_s >= 0):  # NaN and infinity too
         raise UserError(f"--sustained must be 0 (skip) or a finite number of seconds, not {args.sustained}")
+    window = args.energy_window
+    if window is not None and not (math.isfinite(window) and 1.0 <= window <= 600.0):
+        raise UserError(f"--energy-window must be a number of seconds from 1 to 600, not {window}")
+    if window is not None and (args.quick or args.no_energy):
+        print("roofline-ext: note: no energy is measured (--quick or --no-energy); --energy-window is ignored",
+              file=sys.stderr)
     if args.quick and args.sustained:
         print("roofline-ext: note: --quick has no sustained phase; --sustained is ignored", file=sys.stderr)
     plot_base = _check_plot(args.plot)
@@ -366,7 +376,7 @@ def run(args: argparse.Namespace) -> int:
                 # The default sustained window fits the 5-minute budget; an explicit one runs as asked.
                 budget = FULL_BUDGET_S if (args.sustained is None and not args.quick) else None
                 cal = calibrate(index, quick=args.quick, sustained_s=sustained_s, progress=progress,
-                                budget_s=budget, energy=not args.no_energy)
+                                budget_s=budget, energy=not args.no_energy, energy_window_s=window)
             cals.append(cal)
             for w in cal.get("warnings") or []:
                 print(f"roofline-ext: warning: GPU {index}: {w}", file=sys.stderr)
