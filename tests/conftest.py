@@ -30,7 +30,7 @@ import pytest
 #: count all 250 tasks, test_judge_exploits judges the whole exploit suite, test_fleet starts a Dask
 #: cluster, test_report_html renders its pages once, test_bandwidth_host_reference compiles its C++
 #: once; the GPU modules time or record on the GPU once.
-ONE_WORKER = ("test_bad_input", "test_counting_kernelbench", "test_ops", "test_judge_exploits", "test_fleet",
+ONE_WORKER = ("test_bad_input", "test_ops", "test_judge_exploits", "test_fleet",
               "test_report_html", "test_bandwidth_host_reference", "test_judge_gpu", "test_judge_native_gpu",
               "test_ops_gpu", "test_check_load_gpu")
 #: Workers when none are asked for: the CI-class VM's two cores (more would only share them).

@@ -281,6 +281,44 @@ def test_kernelbench_invariants(kb_counts):
     assert below == {}
 
 
+# The issue-14 rules on the tasks that motivated them, read off the same counts (they were
+# tests/test_counting_kernelbench.py, which counted all 250 tasks a second time: 20-40 s of the
+# suite; a per-op count gives the same task totals and notes, checked when they were merged).
+
+@pytest.mark.slow
+def test_all_250_tasks_count(kb_counts):
+    import importlib.util
+
+    assert len(kb_counts) == 250
+    failed = {k: str(v) for k, v in kb_counts.items() if isinstance(v, TaskError)}
+    if importlib.util.find_spec("einops") is None:  # L3 48/49 import it: they say how to install it
+        assert all("pip install einops" in v for v in failed.values()), failed
+        failed = {}
+    assert failed == {}
+
+
+@pytest.mark.slow
+def test_convolutions_count_no_padding_taps(kb_counts):
+    alexnet = kb_counts["level3/5_AlexNet"]
+    assert 0.90 < alexnet.flops / alexnet.flops_flopcounter < 0.93  # about 8% of its taps hit padding
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["43_MinGPTCausalAttention", "44_MiniGPTBlock", "50_ReLUSelfAttention"])
+def test_hand_written_causal_attention_is_recognised(kb_counts, name):
+    c = kb_counts[f"level3/{name}"]
+    assert c.flops < c.flops_flopcounter
+    assert any("lower-triangular mask" in n for n in c.notes)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["29_SwinMLP", "30_SwinTransformerV2"])
+def test_constructors_reading_values_are_built_for_real(kb_counts, name):
+    c = kb_counts[f"level3/{name}"]
+    assert not isinstance(c, TaskError) and c.flops > 0
+    assert any("built for real" in n for n in c.notes)
+
+
 # --- the kernel profile's mapping, with fake profiler events --------------------------------------
 
 class _Ev:
