@@ -45,11 +45,11 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..timestamps import utc_now
 from ..peaks.record import SCHEMA_VERSION
+from ..measure.energy import MIN_WINDOW_S
 from ..peaks.datasheet import lookup
 from ..peaks.derived import clock_derived_bandwidth, clock_derived_peak
 from ..peaks.units import ENTRY_KEYS, UNITS, peak_key, short_label
 from .backend import Backend, NativeBackend
-from ..measure.energy import MIN_WINDOW_S
 from .energy_phase import energy_phase, estimated_s, skipped
 from .sustained import median_of, sustain, sustain_rotating
 from .trust import entry_warnings, start_warnings
