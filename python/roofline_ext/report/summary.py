@@ -3,7 +3,8 @@
 The summary: tasks ok/failed; candidates checked, correct, incorrect, failed and below a floor; the
 geometric-mean speed-up of the correct candidates (and of each task's best one); per roof the
 median fraction of the floor reached by the references and by the correct candidates, and the
-median speed-of-light score (docs/scoring.md). Wall times: the sum and median per task.
+median speed-of-light score (docs/scoring.md). Wall times: the sum and median per task. With
+``--energy``, the batch's energy part too (``energy_summary.py``).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..model.floors import ROOF_NAMES
+from .energy_summary import energy_lines, energy_rows, energy_summary
 from .outputs import STDOUT
 from .writers import CSV_COLUMNS, ResultsWriter, csv_row, summarize, write_atomic
 
@@ -46,7 +48,7 @@ def batch_summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     best = [max((c["speedup"] for c in r.get("candidates") or () if c.get("correct") and c.get("speedup")),
                 default=None) for r in timed]
     walls = [r.get("wall_s") for r in results]
-    return {
+    out = {
         "tasks": {"total": len(results), "ok": len(ok), "failed": len(results) - len(ok), "timed": len(timed)},
         "candidates": {"total": len(cands), "correct": len(correct),
                        "incorrect": sum(1 for c in cands if c.get("correct") is False
@@ -65,6 +67,10 @@ def batch_summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "wall_s": {"sum": sum(w for w in walls if w is not None) if any(w is not None for w in walls) else None,
                    "median_per_task": _median(walls)},
     }
+    energy = energy_summary(results)
+    if energy is not None:  # only a batch that measured energy has the key: others stay as they were
+        out["energy"] = energy
+    return out
 
 
 # --- CSV and table ----------------------------------------------------------------------------------
@@ -79,6 +85,8 @@ def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
     for name, figures in summary["roofs"].items():
         rows += [(key, name, value) for key, value in figures.items()]
     rows += [(f"wall_s_{k}", "", v) for k, v in summary["wall_s"].items()]
+    if summary.get("energy"):
+        rows += energy_rows(summary["energy"])
     return rows
 
 
@@ -121,6 +129,8 @@ def summary_table(summary: Mapping[str, Any]) -> str:
     w = summary["wall_s"]
     if w["sum"] is not None:
         lines.append(f"wall        {w['sum']:.1f} s over all tasks, median {w['median_per_task']:.2f} s per task")
+    if summary.get("energy"):
+        lines += energy_lines(summary["energy"])
     return "\n".join(lines)
 
 
