@@ -27,14 +27,15 @@ import math
 import os
 import textwrap
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import UserError
-from ..model.energy import COMPUTE_KEYS, HBM_KEYS, EnergyCosts, TaskEnergy
+from ..measure.energy import EnergyMeasurement
+from ..model.energy import COMPUTE_KEYS, HBM_KEYS, EnergyCosts, EnergyFloor, TaskEnergy, task_energy
 from .charts import check_path, literal_text, load_matplotlib, log_log_axes
 from .outputs import write_bytes
 
-__all__ = ["plot_energy_roofline", "energy_figure", "cost_label"]
+__all__ = ["plot_energy_roofline", "energy_figure", "cost_label", "task_points"]
 
 # The palette of charts.py's ceilings, so one precision has one colour across the charts.
 _COLOURS = {"fp64": "#7f7f7f", "fp32": "#2ca02c", "tf32": "#ff7f0e", "fp16": "#d62728", "bf16": "#e377c2",
@@ -164,3 +165,31 @@ def plot_energy_roofline(costs: EnergyCosts, path: str | os.PathLike, *, title: 
         buf = io.BytesIO()
         fig.savefig(buf, format=path.suffix.lower().lstrip("."))
     return write_bytes(path, buf.getvalue())
+
+
+def task_points(results: Iterable[Mapping[str, Any]]) -> tuple[list[TaskEnergy], list[str]]:
+    """The points ``analyze --energy --energy-plot`` draws: each analysed task's measured reference
+    (and each correct candidate with an energy) over its energy floor; and one line per task with
+    energy that has no point, and why (not measured, or no floor)."""
+    points: list[TaskEnergy] = []
+    left_out: list[str] = []
+    for r in results:
+        energy = r.get("energy")
+        if r.get("status") != "ok" or not isinstance(energy, Mapping):
+            continue
+        name = str(r.get("task") or "task")
+        floor_doc = energy.get("floor")
+        if not isinstance(floor_doc, Mapping):
+            left_out.append(f"{name}: no energy floor ({energy.get('floor_error') or 'no --energy-costs'})")
+            continue
+        floor = EnergyFloor.from_dict(floor_doc)
+        cands = [c for c in r.get("candidates") or () if isinstance(c, Mapping) and isinstance(c.get("energy"), Mapping)]
+        variants = [(name, energy.get("reference"))] + [
+            (f"{name} ({c.get('sample') or c.get('candidate') or 'candidate'})", c["energy"]) for c in cands]
+        for label, measured in variants:
+            if not isinstance(measured, Mapping) or measured.get("error"):
+                why = measured.get("error") if isinstance(measured, Mapping) else "no figure"
+                left_out.append(f"{label}: energy not measured ({why})")
+                continue
+            points.append(task_energy(floor, EnergyMeasurement.from_dict(measured), label=label))
+    return points, left_out

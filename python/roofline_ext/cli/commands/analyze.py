@@ -24,7 +24,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ...errors import UserError
 from ...model.gpu import GpuChoice, resolve_gpu
@@ -120,9 +120,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--energy", action="store_true",
                    help="also measure each timed variant's energy per call over NVML's energy counter, a window "
                    "of >= 1 s after its timing (implies --time; needs nvidia-ml-py; docs/energy.md)")
-    t.add_argument("--energy-costs", metavar="FILE",
-                   help="measured J per FLOP and per byte (the JSON of benchmarks/energy_roofline.py): hold each "
-                   "task's --energy against its energy floor")
+    t.add_argument("--energy-costs", metavar="FILE", help="measured J per FLOP and per byte (a calibration's "
+                   "JSON, or benchmarks/energy_roofline.py's): hold each task's --energy against its energy floor")
+    t.add_argument("--energy-plot", metavar="FILE", help="with --energy-costs: the energy roofline of those costs, "
+                   "each task's measured point over its energy floor (FILE.png or FILE.svg)")
     t.add_argument("--trials", type=int, metavar="N",
                    help="exactly N timed trials per variant, as KernelBench times (default: adaptive, until "
                    "--precision is reached or --max-time is spent)")
@@ -185,7 +186,8 @@ def _check_output_paths(args: argparse.Namespace, paths: list[Path]) -> None:
     json_file = args.json  # "-" is stdout: check_outputs refuses a second output there (--csv -)
     new = Path(args.new) if args.new else None
     candidates = sorted(new.glob("*.py")) if new is not None and new.is_dir() else ([new] if new else [])
-    check_outputs({"--json": json_file, "--csv": args.csv, "--plot": args.plot, "--summary-csv": args.summary_csv},
+    check_outputs({"--json": json_file, "--csv": args.csv, "--plot": args.plot, "--summary-csv": args.summary_csv,
+                   "--energy-plot": args.energy_plot},
                   reads=[*paths, *candidates, *cached])
 
 
@@ -234,6 +236,13 @@ def _check_run_options(args: argparse.Namespace, paths: list[Path], batch: bool)
         raise UserError("--energy needs the pool's timing worker (leave out --isolation process)")
     if args.energy_costs and not args.energy:
         raise UserError("--energy-costs is for --energy (the costs a measured energy is held against)")
+    if args.energy_plot is not None:
+        if not args.energy_costs:
+            raise UserError("--energy-plot needs --energy-costs FILE (the costs its lines are drawn from)")
+        from ...report.charts import check_path, load_matplotlib
+
+        check_path(args.energy_plot)
+        load_matplotlib()  # installed? Known now, not after the measuring
     for flag, value, least in (("--trials", args.trials, 1), ("--jobs", args.jobs, 1),
                                ("--correct-trials", args.correct_trials, 1)):
         if value is not None and value < least:
@@ -321,6 +330,23 @@ def _energy_costs(path: str | None) -> Any:
         raise UserError(f"{path}: {exc}") from None
 
 
+def _energy_plot(args: argparse.Namespace, results: Sequence[Mapping[str, Any]], gpu: GpuChoice) -> None:
+    """``--energy-plot FILE``: the energy roofline of ``--energy-costs`` with every measured task on
+    it; the tasks that could not be placed are said on stderr, one line each."""
+    if args.energy_plot is None:
+        return
+    from ...report.energy_chart import plot_energy_roofline, task_points
+
+    points, left_out = task_points(results)
+    for line in left_out:
+        print(f"roofline-ext: note: not on the energy chart: {line}", file=sys.stderr)
+    written = plot_energy_roofline(_energy_costs(args.energy_costs), args.energy_plot,
+                                   title=f"{gpu.name}: energy roofline",
+                                   subtitle=f"costs from {Path(args.energy_costs).name}; {len(points)} task point(s)",
+                                   tasks=points)
+    print(f"roofline-ext: energy chart written to {written}", file=sys.stderr)
+
+
 # --- one task ---------------------------------------------------------------------------------------
 
 def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
@@ -342,6 +368,7 @@ def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
         print(f"roofline-ext: chart written to {written}", file=sys.stderr)
     if args.csv:
         BatchWriter(csv_path=args.csv, meta={"timed": bool(args.time)}).add(result)
+    _energy_plot(args, [result], gpu)
     failed = _failed_candidates([result])
     if args.json is not None:
         text = dumps(public(result), indent=2)
@@ -562,6 +589,7 @@ def _run_batch(args: argparse.Namespace, paths: list[Path], gpu: GpuChoice) -> i
             print(dumps(writer.document(complete=False), indent=1))
         raise
     writer.flush(complete=True)
+    _energy_plot(args, results, gpu)
     if args.json == "-":
         print(dumps(writer.document(complete=True), indent=1))
     elif not json_file and not args.csv:
