@@ -204,6 +204,29 @@ def test_full_run_table_has_sustained_side_by_side(fake_gpu, cache, capsys):
     assert "949.3" in row and "1470 MHz, 699 W" in row and "(78%)" in row
 
 
+def test_full_run_shows_every_sustained_hbm_pattern(fake_gpu, cache, capsys):
+    assert main(["calibrate", "--sustained", "0.3", "--no-progress"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # the note may wrap
+    assert "sustained HBM, every pattern in turn in one window" in out
+    for name in ("read", "write", "copy", "triad"):
+        assert f"{name} " in out.split("sustained HBM, every pattern", 1)[1]
+
+
+def test_the_recorded_h200_calibration_shows_its_sustained_patterns():
+    import json
+    from pathlib import Path
+
+    from roofline_ext.report.calibration_table import sustained_hbm_patterns
+
+    results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    cal = json.loads((results / "calibration-energy-h200-2026-12-02-1.json").read_text())
+    line = sustained_hbm_patterns(cal)
+    assert line is not None and "read 4.693 (100.0%)" in line and "copy 4.297 (99.9%)" in line
+    assert line.endswith("the HBM roof is write's")
+    # A calibration from before every pattern was sustained has none to show.
+    assert sustained_hbm_patterns(json.loads((results / "calibration-full-h200-2026-12-01.json").read_text())) is None
+
+
 def test_warnings_go_to_stderr(fake_gpu, cache, capsys):
     fake_gpu["devices"] = [fake_device(mig_mode="enabled")]
     assert main(["calibrate", "--quick", "--no-progress"]) == 0

@@ -87,6 +87,26 @@ def summary_rows(cal: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows + hostlink_rows(cal)
 
 
+def sustained_hbm_patterns(cal: Mapping[str, Any]) -> str | None:
+    """One line: every HBM pattern the sustained phase ran in turn (calibrations from 2026-12-02
+    on), each sustained figure and its ratio to that pattern's own burst figure; None without them."""
+    entry = CalibrationRecord.read(cal).sustained_entry("hbm")
+    if entry is None:
+        return None
+    patterns = entry.doc.get("patterns")
+    if not isinstance(patterns, Mapping) or not patterns:
+        return None
+    parts = []
+    for name, p in patterns.items():
+        value, ratio = (p.get("value"), p.get("ratio_to_burst")) if isinstance(p, Mapping) else (None, None)
+        if isinstance(value, (int, float)):
+            parts.append(f"{name} {_figure(value)}" + (f" ({ratio:.1%})" if isinstance(ratio, (int, float)) else ""))
+    if not parts:
+        return None
+    return ("sustained HBM, every pattern in turn in one window (TB/s, % of its own burst figure): "
+            + ", ".join(parts) + f"; the HBM roof is {entry.path or 'the burst winner'}'s")
+
+
 def hostlink_rows(cal: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Rows of the calibration's pinned host<->device copies: the fraction is of the link's
     theoretical rate (PCIe gen x width, or NVLink-C2C), in the clock-derived column."""

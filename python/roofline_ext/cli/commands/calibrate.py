@@ -199,7 +199,7 @@ def print_calibration(cal: Mapping[str, Any], console=None) -> None:
     """The readable table of one calibration (also used by ``--show``)."""
     from rich.table import Table
 
-    from ...report.calibration_table import summary_rows
+    from ...report.calibration_table import summary_rows, sustained_hbm_patterns
 
     console = console or make_console()
     gpu = cal.get("gpu") or {}
@@ -240,6 +240,9 @@ def print_calibration(cal: Mapping[str, Any], console=None) -> None:
     if any("(k " in (r["fraction_of_clock_derived"] or "") for r in rows):
         notes.append("k / kernel: at the SM clock the kernel itself counted (clock64 over %globaltimer); "
                      "under tensor-core load it runs below the clock NVML reports.")
+    patterns = sustained_hbm_patterns(cal)
+    if patterns:
+        notes.insert(0, patterns)
     if cal.get("fixture"):
         notes.insert(0, f"NOTE: {cal['fixture']}")
     if cal.get("_path"):
