@@ -315,19 +315,7 @@ def _zombie(pid: int) -> bool:
         return True
 
 
-# --- KernelBench L1-L3: wall and memory ------------------------------------------------------------------
-
-def _idle_fraction(seconds: float = 1.0) -> float:
-    """The share of all CPUs' time that was idle over ``seconds`` (/proc/stat)."""
-    def sample():
-        fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-        return fields[3] + fields[4], sum(fields)  # idle + iowait, total
-
-    idle0, total0 = sample()
-    time.sleep(seconds)
-    idle1, total1 = sample()
-    return (idle1 - idle0) / max(1, total1 - total0)
-
+# --- KernelBench L1-L3: memory ---------------------------------------------------------------------
 
 def _tree_memory(root: int) -> tuple[int, int]:
     """PSS and RSS over ``root`` and its descendants: the benchmark's own measure (one copy)."""
@@ -342,13 +330,13 @@ def _tree_memory(root: int) -> tuple[int, int]:
 
 
 @pytest.mark.slow
-@pytest.mark.serial  # it skips unless the CPUs are idle: under xdist the other worker must wait
 @pytest.mark.skipif(not (KERNELBENCH / "level1").is_dir(), reason="KernelBench task files not in ../shared/kernelbench")
 @pytest.mark.skipif(not Path("/proc/self/smaps_rollup").exists(), reason="needs Linux /proc to measure memory")
-def test_counting_kernelbench_levels_1_to_3_wall_and_memory(tmp_path):
-    idle = _idle_fraction()
-    if idle < 0.8:
-        pytest.skip(f"other processes use {1 - idle:.0%} of the CPUs right now: a wall-time bound says nothing")
+def test_counting_kernelbench_levels_1_to_3_through_the_pool_and_its_memory(tmp_path):
+    """All 250 tasks counted through the pool, as a user runs it, in at most 2 GiB (PSS over the
+    command's tree). Its wall is a benchmark's figure (benchmarks/count_levels_wall.py, issue 28:
+    "a benchmark under benchmarks/, not a timed test"): until 2026-12-02 this test also bounded it,
+    so it ran alone (serial) and skipped on a busy machine; memory needs neither."""
     script = (
         "import sys; from pathlib import Path\n"
         "from roofline_ext.model.gpu import resolve_gpu\n"
@@ -372,9 +360,4 @@ def test_counting_kernelbench_levels_1_to_3_wall_and_memory(tmp_path):
     print(f"KernelBench L1-L3: {total} tasks ({ok} ok) counted in {wall:.1f} s, peak PSS "
           f"{peak_pss / 2**30:.2f} GiB (RSS summed {peak_rss / 2**30:.2f} GiB)")
     assert total == 250 and ok >= 245
-    # Issue 28's goal is 15 s on 2 cores; it is not reached since counting takes a fresh worker per
-    # task (issue 30's isolation). Measured on the 2-core VM, 2026-12-01: 28-37 s, where the same 250
-    # counts in one process take 32-35 s and a fork of the warm server costs 47 ms of them per task
-    # (docs/runner.md, "What it costs"). The bound catches a regression to twice that, not the goal.
-    assert wall <= 60.0
     assert peak_pss <= 2 * 2**30
