@@ -35,7 +35,7 @@ from ..model.energy import COMPUTE_KEYS, HBM_KEYS, EnergyCosts, EnergyFloor, Tas
 from .charts import check_path, literal_text, load_matplotlib, log_log_axes
 from .outputs import write_bytes
 
-__all__ = ["plot_energy_roofline", "energy_figure", "cost_label", "task_points"]
+__all__ = ["plot_energy_roofline", "energy_figure", "cost_label", "measured_variants", "task_points"]
 
 # The palette of charts.py's ceilings, so one precision has one colour across the charts.
 _COLOURS = {"fp64": "#7f7f7f", "fp32": "#2ca02c", "tf32": "#ff7f0e", "fp16": "#d62728", "bf16": "#e377c2",
@@ -167,10 +167,24 @@ def plot_energy_roofline(costs: EnergyCosts, path: str | os.PathLike, *, title: 
     return write_bytes(path, buf.getvalue())
 
 
+def measured_variants(t: Mapping[str, Any]) -> list[tuple[str, int | None, Any]]:
+    """(label, candidate index or None for the reference, energy object) of an analysed task's
+    reference and of each candidate with an energy, labelled as ``analyze`` labels them (one
+    candidate is "yours"): the chart's and the HTML report's names for its points."""
+    name = str(t.get("task") or "task")
+    out: list[tuple[str, int | None, Any]] = [(name, None, (t.get("energy") or {}).get("reference"))]
+    cands = t.get("candidates") or []
+    for i, c in enumerate(cands):
+        if isinstance(c, Mapping) and c.get("energy") is not None:
+            who = "yours" if len(cands) == 1 else str(c.get("sample") or c.get("candidate") or f"candidate {i}")
+            out.append((f"{name} ({who})", i, c["energy"]))
+    return out
+
+
 def task_points(results: Iterable[Mapping[str, Any]]) -> tuple[list[TaskEnergy], list[str]]:
     """The points ``analyze --energy --energy-plot`` draws: each analysed task's measured reference
-    (and each correct candidate with an energy) over its energy floor; and one line per task with
-    energy that has no point, and why (not measured, or no floor)."""
+    (and each candidate with an energy, :func:`measured_variants`) over its energy floor; and one
+    line per task with energy that has no point, and why (not measured, or no floor)."""
     points: list[TaskEnergy] = []
     left_out: list[str] = []
     for r in results:
@@ -183,10 +197,7 @@ def task_points(results: Iterable[Mapping[str, Any]]) -> tuple[list[TaskEnergy],
             left_out.append(f"{name}: no energy floor ({energy.get('floor_error') or 'no --energy-costs'})")
             continue
         floor = EnergyFloor.from_dict(floor_doc)
-        cands = [c for c in r.get("candidates") or () if isinstance(c, Mapping) and isinstance(c.get("energy"), Mapping)]
-        variants = [(name, energy.get("reference"))] + [
-            (f"{name} ({c.get('sample') or c.get('candidate') or 'candidate'})", c["energy"]) for c in cands]
-        for label, measured in variants:
+        for label, _, measured in measured_variants(r):
             if not isinstance(measured, Mapping) or measured.get("error"):
                 why = measured.get("error") if isinstance(measured, Mapping) else "no figure"
                 left_out.append(f"{label}: energy not measured ({why})")

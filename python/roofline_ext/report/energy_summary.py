@@ -48,14 +48,14 @@ def energy_summary(results: Sequence[Mapping[str, Any]], furthest: int = FURTHES
     }
 
 
-def energy_rows(energy: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
+def energy_summary_rows(energy: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
     """``(figure, "", value)`` rows of the summary CSV: the counts (the table lists the tasks)."""
     return [("energy_measured", "", energy["measured"]), ("energy_unmeasured", "", energy["unmeasured"]),
             ("energy_with_floor", "", energy["with_floor"]),
             ("energy_below_floor", "", len(energy["below_floor"]))]
 
 
-def energy_lines(energy: Mapping[str, Any]) -> list[str]:
+def energy_summary_lines(energy: Mapping[str, Any]) -> list[str]:
     """The summary table's energy lines: the counts, the tasks below their floor, and the table of
     the tasks furthest above it."""
     lines = [f"energy      {energy['measured']} reference(s) measured"

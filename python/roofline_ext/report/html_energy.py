@@ -101,16 +101,11 @@ def _on_costs(floor: EnergyFloor, costs: EnergyCosts) -> bool:
 
 
 def _variants(base: str, t: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
-    """(chart label, pointer, energy object) of the reference and of each candidate with an energy,
-    labelled as ``analyze`` labels them (one candidate is "yours")."""
-    name = str(t.get("task") or "task")
-    out = [(name, base + "/energy/reference", (t.get("energy") or {}).get("reference"))]
-    cands = t.get("candidates") or []
-    for i, c in enumerate(cands):
-        if isinstance(c, Mapping) and c.get("energy") is not None:
-            who = "yours" if len(cands) == 1 else str(c.get("sample") or c.get("candidate") or f"candidate {i}")
-            out.append((f"{name} ({who})", base + _ptr("candidates", i, "energy"), c["energy"]))
-    return out
+    """(chart label, pointer, energy object) of each measured variant (:func:`.energy_chart.measured_variants`)."""
+    from .energy_chart import measured_variants
+
+    return [(label, base + ("/energy/reference" if i is None else _ptr("candidates", i, "energy")), e)
+            for label, i, e in measured_variants(t)]
 
 
 def energy_points(sources: Sequence[Source], costs: CostsInput) -> tuple[list[EnergyPoint], list[str]]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..model.floors import ROOF_NAMES
-from .energy_summary import energy_lines, energy_rows, energy_summary
+from .energy_summary import energy_summary, energy_summary_lines, energy_summary_rows
 from .outputs import STDOUT
 from .writers import CSV_COLUMNS, ResultsWriter, csv_row, summarize, write_atomic
 
@@ -86,7 +86,7 @@ def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
         rows += [(key, name, value) for key, value in figures.items()]
     rows += [(f"wall_s_{k}", "", v) for k, v in summary["wall_s"].items()]
     if summary.get("energy"):
-        rows += energy_rows(summary["energy"])
+        rows += energy_summary_rows(summary["energy"])
     return rows
 
 
@@ -130,7 +130,7 @@ def summary_table(summary: Mapping[str, Any]) -> str:
     if w["sum"] is not None:
         lines.append(f"wall        {w['sum']:.1f} s over all tasks, median {w['median_per_task']:.2f} s per task")
     if summary.get("energy"):
-        lines += energy_lines(summary["energy"])
+        lines += energy_summary_lines(summary["energy"])
     return "\n".join(lines)
 
 

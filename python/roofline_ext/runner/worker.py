@@ -108,22 +108,19 @@ def serve_once(sock: socket.socket) -> None:
         send(run(channel.decode_job(frame)))
 
 
-def serve_persistent(sock: socket.socket, backend_name: str, device: Any,
-                     prepare: str | Sequence[str] | None = None) -> None:
+def serve_persistent(sock: socket.socket, backend_name: str, device: Any, prepare: Sequence[str] = ()) -> None:
     send, run, recv, decode, forget, changes, check = (_sender(sock), run_job, channel.recv_frame, channel.decode_job,
                                                        _forget_compiled, process_state.changes, _backend_check)
     backend = importlib.import_module(backend_name)
     setup = run_job({"fn": f"{backend_name}:setup", "kwargs": {"device": device}, "error_kind": "setup"})
-    steps = [prepare] if isinstance(prepare, str) else list(prepare or ())
-    for step in steps if setup["ok"] else ():
+    for step in prepare if setup["ok"] else ():
         # Part of the setup (its time limit, its reply), before the snapshot. A prepare step that
         # fails leaves the worker usable for what does not need it: its reason goes with the reply,
-        # and each job that needed it fails with its own. Several steps (--compile and --energy)
-        # run in order; the reply keeps the last one's under "prepare" and each under its name.
+        # and each job that needed it fails with its own. Several steps (--energy's, then
+        # --compile's) run in order; the reply keeps each one's value under its name.
         prep = run_job({"fn": step, "kwargs": {"device": device}, "error_kind": "setup"})
         if isinstance(setup["value"], dict):
-            setup["value"]["prepare"] = prep["value"] if prep["ok"] else {"error": prep["error"]}
-            setup["value"].setdefault("prepared", {})[step] = setup["value"]["prepare"]
+            setup["value"].setdefault("prepare", {})[step] = prep["value"] if prep["ok"] else {"error": prep["error"]}
     send(setup)
     if not setup["ok"]:
         return
@@ -169,7 +166,7 @@ def child_main(role: str, sock_fd: int, options: dict[str, Any]) -> None:
         if role == "once":
             serve_once(sock)
         else:
-            serve_persistent(sock, options["backend"], options.get("device"), options.get("prepare"))
+            serve_persistent(sock, options["backend"], options.get("device"), options.get("prepare") or ())
     except BaseException:  # the runner is gone, or a bug of ours: say so on the task's output
         traceback.print_exc()
         code = 70
