@@ -163,7 +163,8 @@ def should_start(elapsed_s: float, estimate_s: float | None, budget_s: float) ->
 
 # --- running commands --------------------------------------------------------------------------------
 
-def timed_run(cmd: list[str], env: Mapping[str, str], timeout_s: float | None = None) -> dict[str, Any]:
+def timed_run(cmd: list[str], env: Mapping[str, str], timeout_s: float | None = None,
+              stderr_path: Path | None = None) -> dict[str, Any]:
     """Run ``cmd``; its wall around the whole subprocess, exit code and last stderr lines. Past
     ``timeout_s`` its whole process group is killed (the pool's workers with it), so that this
     script still writes its JSON before the device's own limit ends everything."""
@@ -178,6 +179,8 @@ def timed_run(cmd: list[str], env: Mapping[str, str], timeout_s: float | None = 
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
     wall = time.perf_counter() - t0
+    if stderr_path is not None:  # all of it (--verbose's timeline), beside the run's JSON
+        stderr_path.write_text(err or "")
     return {"cmd": shlex.join(cmd), "wall_s": round(wall, 3), "rc": proc.returncode, "timed_out": timed_out,
             "stdout_tail": (out or "").strip().splitlines()[-3:], "stderr_tail": (err or "").strip().splitlines()[-8:]}
 
@@ -273,7 +276,10 @@ def _batch(b: Bench, label: str, *extra: str) -> tuple[dict[str, Any], dict[str,
     """One run of the three levels, JSON to ``runs/<label>.json``; what the run and its JSON say."""
     out_json = b.runs / f"{label}.json"
     out_json.unlink(missing_ok=True)  # a stale file from an earlier run must not pass for this one
-    res = timed_run(b.levels_cmd(out_json, *extra), b.env, timeout_s=b.remaining())
+    # --verbose: the pool's timeline (each job with its own seconds and the checks after it) goes
+    # to runs/<label>.stderr, so a wall over its bound says where it went.
+    res = timed_run(b.levels_cmd(out_json, *extra, "--verbose"), b.env, timeout_s=b.remaining(),
+                    stderr_path=b.runs / f"{label}.stderr")
     doc = _read_json(out_json)
     ok, failed = t_refs(doc)
     res.update({"json": str(out_json), "complete": (doc or {}).get("complete"),

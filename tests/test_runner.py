@@ -234,6 +234,31 @@ def test_timed_batch_every_bad_task_fails_or_succeeds_alone(tmp_path, capsys, mo
     assert by["6_ref_hang"]["error_kind"] == "timeout"
 
 
+# A task whose count is slow (its first call sleeps in a counting worker, never in the timing
+# worker, which has the fake backend loaded): the fast task before it is timed meanwhile.
+SLOW_TO_COUNT = GOOD.replace("def get_init_inputs():", """def get_init_inputs():
+    import sys, time
+    if "fake_gpu_backend" not in sys.modules:
+        time.sleep(4)""")
+
+
+@pytest.mark.slow
+def test_a_task_is_timed_while_later_ones_are_still_counted(tmp_path, capsys, monkeypatch):
+    install_fake_backend(tmp_path, monkeypatch, compile_warm_up=False)
+    folder = tmp_path / "t"
+    good_tasks(folder, names=("1_fast",), sizes=(8,))
+    write(folder, "2_slow.py", SLOW_TO_COUNT.replace("{n}", "8"))
+    rc, doc, err = _batch(capsys, folder, tmp_path / "o.json", "--time", "--verbose", "--jobs", "2")
+    assert rc == 0 and [t["status"] for t in doc["tasks"]] == ["ok", "ok"], err
+    events = [line.split(None, 1)[1] for line in err[err.index("where the time went"):].splitlines()[1:]
+              if line.strip()[:1].isdigit()]
+    timed_fast = next(i for i, e in enumerate(events) if e.startswith("time 1_fast"))
+    counted_slow = next(i for i, e in enumerate(events) if e.startswith("count 2_slow"))
+    assert timed_fast < counted_slow, events  # before, timing waited for the last count
+    # --verbose splits a reused worker's job: its own seconds and the checks after it.
+    assert "checks after it" in events[timed_fast], events[timed_fast]
+
+
 @pytest.mark.slow
 def test_timeout_applies_to_counting_without_time(tmp_path, capsys):
     hang = misbehaving_tasks(tmp_path, ("hang",))[0]

@@ -312,3 +312,27 @@ def test_csv_rows_carry_the_precision():
     assert (row["trials_mode"], row["ref_trials"], row["ref_ci_rel"], row["ref_precision_reached"]) == (
         "adaptive", 240, 0.0031, True)
     assert (row["new_trials"], row["new_ci_rel"], row["new_precision_reached"]) == (80, 0.009, False)
+
+
+# --- the warm-up's time bound ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("trials", [None, 12])
+def test_a_time_bounded_warm_up_stops_after_three_calls_once_that_long_has_passed(trials):
+    # 30 ms of host time per call: 3 calls are 90 ms, past the 50 ms bound (2 calls would be too,
+    # but fewer than 3 are never enough).
+    gpu = FakeGpu(_stable(), wall_s=0.03)
+    t = time_callable(gpu.fn, trials=trials, warmup=10, flush=gpu.before, events=gpu, clock=gpu.clock,
+                      warmup_s=timing.DEFAULT_WARMUP_S)
+    assert t["warmup"] == timing.MIN_WARMUP == 3
+    assert gpu.log.count("fn") == 3 + t["trials"]
+    _one_before_per_call(gpu)
+
+
+def test_a_short_call_still_makes_every_warm_up_call_and_none_without_a_bound():
+    fast = FakeGpu(_stable(), wall_s=0.001)  # 10 calls are 10 ms, short of 50 ms
+    t = time_callable(fast.fn, trials=20, warmup=10, flush=fast.before, events=fast, clock=fast.clock,
+                      warmup_s=timing.DEFAULT_WARMUP_S)
+    assert t["warmup"] == 10 and fast.log.count("fn") == 30
+    slow = FakeGpu(_stable(), wall_s=0.03)  # no bound (a candidate's timing, the judge's count): all 10
+    t = time_callable(slow.fn, trials=20, warmup=10, flush=slow.before, events=slow, clock=slow.clock)
+    assert t["warmup"] == 10 and slow.log.count("fn") == 30 and slow.syncs == 2

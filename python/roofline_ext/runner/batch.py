@@ -35,7 +35,7 @@ from ..timestamps import process_age_s
 from .analyze import analyze_batch, analyze_task, error_result, resolve_roofs
 from .candidates import Candidate
 from .jobs import COUNT, GPU_BACKEND, TIME_CANDIDATE, TIME_REFERENCE
-from .pool import Job, Outcome, Pool, capped_jobs
+from .pool import Job, Outcome, Pool, capped_jobs, default_jobs
 from .stop_signals import stop_on_signals, stopped_line
 from .timed import analyze_and_time, attach_energy_floor, candidate_record, merge_judged, merge_timing
 
@@ -150,7 +150,10 @@ def run_batch(paths: Sequence[str | os.PathLike], gpu: GpuChoice, opts: BatchOpt
     if opts.isolation not in ISOLATIONS:
         raise ValueError(f"isolation {opts.isolation!r}: choose one of {', '.join(ISOLATIONS)}")
     compiling = opts.timing is not None and opts.timing.compile
-    jobs, note = capped_jobs(opts.jobs, len(task_paths))  # never a worker with nothing to do
+    # Counting overlaps timing: by default a core stays free for each timing worker, whose launch
+    # rate a launch-bound task's time depends on.
+    default = max(1, default_jobs() - len(opts.timing.devices)) if opts.timing is not None else None
+    jobs, note = capped_jobs(opts.jobs, len(task_paths), default=default)  # never a worker with nothing to do
     if note:
         print(f"roofline-ext: note: {note}", file=sys.stderr)
     pool = Pool(jobs, backend=opts.backend or TIMING_BACKEND, fresh=opts.isolation == "fresh",
@@ -201,12 +204,12 @@ class _Batch:
     def run(self) -> list[dict[str, Any]]:
         if self.opts.timing is not None:
             self.pool.prestart(self.opts.timing.devices)  # CUDA starts while the tasks are counted
-        self._count_all()
-        if self.opts.timing is None and self.opts.candidates is not None and self.counts:
-            self._judge_all()
-        self.pool.release_cpu()
-        if self.opts.timing is not None and self.counts:
-            self._time_all()
+            self._count_and_time()
+        else:
+            self._count_all()
+            if self.opts.candidates is not None and self.counts:
+                self._judge_all()
+            self.pool.release_cpu()
         if self.progress is not None:
             self.progress.start("done")
         for i, r in enumerate(self.results):
@@ -218,24 +221,33 @@ class _Batch:
     # --- counting --------------------------------------------------------------------------------
 
     def _count_all(self) -> None:
-        jobs = [Job(i, COUNT, {"path": str(p), "dtype": self.opts.dtype, "ops": self.opts.ops},
+        jobs = self._count_jobs()
+        for out in self.pool.run(jobs, self._started):
+            self._counted(out)
+
+    def _count_jobs(self) -> list[Job]:
+        return [Job(i, COUNT, {"path": str(p), "dtype": self.opts.dtype, "ops": self.opts.ops},
                     self.opts.count_timeout_s,
                     label=f"count {p.stem}") for i, p in enumerate(self.paths)]
-        for out in self.pool.run(jobs, self._started):
-            self._finished(out)
-            i = out.job.key
-            if not out.ok:
-                self._emit(i, _error(self.paths[i], out.kind, out.error, out.wall_s))
-                continue
-            counts = Counts(**out.value)
-            counts.path = str(self.paths[i])  # as the user gave it, as counting in-process said it
-            if self.opts.timing is None and not self._judged_untimed(i):
-                result = self._analyze(i, counts, wall_s=out.wall_s)
-                if out.replaced:
-                    result["worker_replaced"] = out.replaced
-                self._emit(i, result)
-            else:
-                self.counts[i] = (counts, out.wall_s)
+
+    def _counted(self, out: Outcome) -> bool:
+        """Take one count: its row now (untimed and unjudged, or failed), or kept for the jobs that
+        follow it. True when the task goes on to those jobs."""
+        self._finished(out)
+        i = out.job.key
+        if not out.ok:
+            self._emit(i, _error(self.paths[i], out.kind, out.error, out.wall_s))
+            return False
+        counts = Counts(**out.value)
+        counts.path = str(self.paths[i])  # as the user gave it, as counting in-process said it
+        if self.opts.timing is None and not self._judged_untimed(i):
+            result = self._analyze(i, counts, wall_s=out.wall_s)
+            if out.replaced:
+                result["worker_replaced"] = out.replaced
+            self._emit(i, result)
+            return False
+        self.counts[i] = (counts, out.wall_s)
+        return True
 
     def _analyze(self, i: int, counts: Counts, t_ref=None, t_new=None, wall_s: float | None = None) -> dict[str, Any]:
         o = self.opts
@@ -256,36 +268,54 @@ class _Batch:
         assert self.opts.timing is not None
         return self.opts.timing
 
-    def _time_all(self) -> None:
+    def _count_and_time(self) -> None:
+        """Counting and timing in one run of the pool: a task's timing jobs join its card's queue as
+        soon as its count is in, so the GPU times the first tasks while the later ones are still
+        counted (issue 28; before, it waited for the last count). The counting workers go once the
+        last count is in: their memory is the timings' to use."""
         t = self._timing()
-        jobs: list[Job] = []
+        counting = len(self.paths)
         waiting: dict[int, dict[str, Any]] = {}
-        for n, i in enumerate(sorted(self.counts)):
-            device = t.devices[n % len(t.devices)]  # a task's jobs stay on one card
-            cands = self._candidates(i)
-            jobs.append(self._reference_job(i, device))
-            if t.compile:
-                jobs.append(self._compiled_job(i, device))
-            jobs += [self._candidate_job(i, k, c, device) for k, c in enumerate(cands)]
-            waiting[i] = {"left": 1 + int(t.compile) + len(cands), "ref": None, "compiled": None,
-                          "cands": [None] * len(cands), "specs": cands}
-        for out in self.pool.run(jobs, self._started):
-            self._finished(out)
-            i, part = out.job.key
-            w = waiting[i]
-            if part == "ref":
-                w["ref"] = out
-            elif part == "compiled":
-                w["compiled"] = out
-            else:
-                w["cands"][part] = out
-            w["left"] -= 1
-            if w["left"] == 0:
-                self._emit(i, self._timed_result(i, w))
+        for out in self.pool.run(self._count_jobs(), self._started):
+            if out.job.fn != COUNT:
+                self._timing_part(out, waiting)
+                continue
+            counting -= 1
+            if self._counted(out):
+                i = out.job.key
+                device = t.devices[len(waiting) % len(t.devices)]  # a task's jobs stay on one card
+                cands = self._candidates(i)
+                waiting[i] = {"left": 1 + int(t.compile) + len(cands), "ref": None, "compiled": None,
+                              "cands": [None] * len(cands), "specs": cands}
+                for job in self._timing_jobs(i, device, cands):
+                    self.pool.add(job)
+            if counting == 0:
+                self.pool.release_cpu()
         for i, w in waiting.items():
             if w["left"] > 0 and self.results[i] is None:
                 self._emit(i, _error(self.paths[i], "lost", f"{self.paths[i]}: {w['left']} of its timing jobs never "
                                                             "reported"))
+
+    def _timing_jobs(self, i: int, device: int, cands: list[Candidate]) -> list[Job]:
+        jobs = [self._reference_job(i, device)]
+        if self._timing().compile:
+            jobs.append(self._compiled_job(i, device))
+        return jobs + [self._candidate_job(i, k, c, device) for k, c in enumerate(cands)]
+
+    def _timing_part(self, out: Outcome, waiting: dict[int, dict[str, Any]]) -> None:
+        """One timing job's outcome; the task's row once all of its jobs are in."""
+        self._finished(out)
+        i, part = out.job.key
+        w = waiting[i]
+        if part == "ref":
+            w["ref"] = out
+        elif part == "compiled":
+            w["compiled"] = out
+        else:
+            w["cands"][part] = out
+        w["left"] -= 1
+        if w["left"] == 0:
+            self._emit(i, self._timed_result(i, w))
 
     def _candidates(self, i: int) -> list[Candidate]:
         if self.opts.candidates is not None:

@@ -86,13 +86,15 @@ def default_jobs() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def capped_jobs(requested: int | None, tasks: int, available: int | None = None) -> tuple[int, str | None]:
+def capped_jobs(requested: int | None, tasks: int, available: int | None = None,
+                default: int | None = None) -> tuple[int, str | None]:
     """How many counting workers to run at once, and a note when fewer than ``requested``.
 
     At most one per task (a worker more has nothing to do) and as many as the memory available now
     holds at :data:`WORKER_BYTES` each (``available``: bytes, default from ``/proc/meminfo``).
+    ``default``: the count without ``requested`` (else :func:`default_jobs`).
     """
-    want = requested or default_jobs()
+    want = requested or default or default_jobs()
     available = _available_memory() if available is None else available
     by_memory = max(1, available // WORKER_BYTES) if available else want
     n = max(1, min(want, tasks, by_memory))
@@ -310,6 +312,17 @@ class Pool:
                     # leaving the card idle between tasks.
                     self._dispatch(on_start)
                     yield out
+
+    def add(self, job: Job) -> None:
+        """One more job for the :meth:`run` in progress, from its caller between two outcomes (a
+        task's timing jobs once its count is in); it is dispatched with the rest and yields its
+        outcome from the same run."""
+        self._run_jobs[id(job)] = job
+        self._outstanding.add(id(job))
+        if job.device is None:
+            self._cpu.append(job)
+        else:
+            self._pending_gpu.setdefault(job.device, deque()).append(job)
 
     def prestart(self, devices: Iterable[int]) -> None:
         """Start the timing workers of ``devices`` now: their CUDA start-up (seconds) then overlaps
@@ -633,7 +646,7 @@ class Pool:
                           output=self._output(w), wall_s=time.monotonic() - w.started,
                           replaced=replaced)
         self._done.append(outcome)
-        self._mark(f"{job.label or job.fn.rsplit(':', 1)[-1]}: {outcome.wall_s:.2f} s"
+        self._mark(f"{job.label or job.fn.rsplit(':', 1)[-1]}: {outcome.wall_s:.2f} s" + _parts_words(reply)
                    + ("" if outcome.ok else f" ({outcome.kind or 'failed'})"))
         w.deadline = float("inf")
         if outcome.replaced:
@@ -743,6 +756,15 @@ def _server_env() -> dict[str, str]:
     # child: the timing workers are forked from this server, so the server must never initialise it.
     env.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     return env
+
+
+def _parts_words(reply: dict[str, Any]) -> str:
+    """Where a reused worker's job went: the job's own seconds and the checks after it (state,
+    device) that let the worker take the next one; the rest of the wall is the channel and the
+    wait for the runner."""
+    if not isinstance(reply.get("checks_s"), (int, float)) or not isinstance(reply.get("seconds"), (int, float)):
+        return ""
+    return f" (job {reply['seconds']:.2f} s, checks after it {reply['checks_s']:.2f} s)"
 
 
 def _lane_words(lane: Lane | None) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..device.status import require_measurement
-from ..measure.timing import (DEFAULT_SEED, DEFAULT_TRIALS, DEFAULT_WARMUP, L2Flush, Trials, lazy_torch,
+from ..measure.timing import (DEFAULT_SEED, DEFAULT_TRIALS, DEFAULT_WARMUP, DEFAULT_WARMUP_S, L2Flush, Trials, lazy_torch,
                               fewest_trials, time_callable)
 from ..peaks.units import TOLERANCES, task_dtype_name
 from ..tasks.loading import TaskError, exec_source_module, load_task
@@ -215,8 +215,8 @@ def check_correctness(task, model, candidate, dev, tdtype, seed: int, trials: in
     return {**verdict, "max_abs_diff": worst, "trials": passed + (0 if verdict["ok"] else 1), "passed": passed}
 
 
-def _time(fn, device: int, trials: Trials, warmup: int, flush) -> dict[str, Any]:
-    return time_callable(fn, device=device, trials=trials, warmup=warmup, flush=flush)
+def _time(fn, device: int, trials: Trials, warmup: int, flush, warmup_s: float | None = None) -> dict[str, Any]:
+    return time_callable(fn, device=device, trials=trials, warmup=warmup, flush=flush, warmup_s=warmup_s)
 
 
 def _header(path, dev, run_dtype, seed: int, made: str) -> dict[str, Any]:
@@ -268,7 +268,9 @@ def time_reference(path: str | Path, *, dtype: str | None = None, trials: Trials
         flush = L2Flush(device)
         with torch.no_grad():
             ref_out = task.call(model, "Model.forward", "forward", *args)
-            result["reference"] = _time(lambda: model(*args), device, trials, warmup, flush)
+            # The reference's warm-up may stop early once warm (timing.DEFAULT_WARMUP_S); a
+            # candidate's makes all ``warmup`` calls, as the judge places its checked trials by count.
+            result["reference"] = _time(lambda: model(*args), device, trials, warmup, flush, DEFAULT_WARMUP_S)
             result["t_ref_ms"] = result["reference"]["median_ms"]
             if profile:
                 from .kernel_profile import profile_reference
@@ -500,7 +502,9 @@ def time_task(path: str | Path, *, new: str | Path | None = None, dtype: str | N
         # no_grad, not inference_mode: inference tensors break some user code paths and FLOP counting.
         with torch.no_grad():
             ref_out = task.call(model, "Model.forward", "forward", *args)
-            result["reference"] = _time(lambda: model(*args), device, trials, warmup, flush)
+            # The reference's warm-up may stop early once warm (timing.DEFAULT_WARMUP_S); a
+            # candidate's makes all ``warmup`` calls, as the judge places its checked trials by count.
+            result["reference"] = _time(lambda: model(*args), device, trials, warmup, flush, DEFAULT_WARMUP_S)
             result["t_ref_ms"] = result["reference"]["median_ms"]
             result["t_new_ms"] = None
             if candidate is not None:
