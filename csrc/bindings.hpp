@@ -18,6 +18,7 @@ void bind_telemetry(pybind11::module_& m);  // telemetry.cpp sampler           (
 void bind_health(pybind11::module_& m);     // health_bindings.cpp (NVML health, host-only too)
 void bind_judge_audit(pybind11::module_& m);  // judge_audit.cpp (the judge's audit log, host-only too)
 void bind_judge_fingerprint(pybind11::module_& m);  // judge_fingerprint.cpp (its namespace check, host-only too)
+void bind_state_fingerprint(pybind11::module_& m);  // state_fingerprint.cpp (the timing worker's state check, host-only too)
 #if ROOFLINE_HAVE_CUDA
 void bind_bandwidth(pybind11::module_& m);  // bandwidth_bindings.cpp
 void bind_compute(pybind11::module_& m);    // compute_bindings.cpp

@@ -201,6 +201,7 @@ PYBIND11_MODULE(_core, m) {
   roofline::bind_health(m);
   roofline::bind_judge_audit(m);
   roofline::bind_judge_fingerprint(m);
+  roofline::bind_state_fingerprint(m);
 #if ROOFLINE_HAVE_CUDA
   roofline::bind_bandwidth(m);
   roofline::bind_compute(m);

@@ -213,7 +213,71 @@ def ours(changes: list[str]) -> list[str]:
     return [c for c in changes if c.startswith(("torch", "json", "roofline_ext"))]
 
 
-def test_fingerprint_names_each_patch_and_forgets_it_once_undone():
+@pytest.fixture(params=["native", "python"])
+def comparison(request, monkeypatch):
+    """Each fingerprint test twice: with the native core's walk (the default) and with the Python
+    comparison it must agree with (a checkout without its core built takes that one)."""
+    if request.param == "native" and not hasattr(_core_or_none(), "state_changed_chunks"):
+        pytest.skip("this build of the native core has no state_changed_chunks")
+    monkeypatch.setattr(fingerprint, "USE_NATIVE", request.param == "native")
+    return request.param
+
+
+def _core_or_none():
+    from roofline_ext.device.native import core_or_none
+
+    return core_or_none()
+
+
+def test_the_native_walk_and_the_python_comparison_agree_on_every_kind_of_container(monkeypatch):
+    import types
+
+    if not hasattr(_core_or_none(), "state_changed_chunks"):
+        pytest.skip("this build of the native core has no state_changed_chunks")
+    ns = types.ModuleType("fp_containers_for_test")
+    ns.table = {"a": 1, "b": object()}
+    ns.hooks = [len, abs]
+    ns.members = {1, 2, 3}
+
+    class Owner:
+        def method(self, x=1, *, y=2):
+            return x + y
+
+    ns.Owner = Owner
+    sys.modules[ns.__name__] = ns
+
+    def seen(fp, native: bool) -> list[str]:
+        monkeypatch.setattr(fingerprint, "USE_NATIVE", native)
+        return [c for c in fp.changes() if "fp_containers" in c or "Owner" in c]
+
+    try:
+        by_native, by_python = fingerprint.take(), fingerprint.take()
+        # (edit, whether it is a change: a benign one, a counter that grew or a cache entry, is not)
+        edits = [(lambda: ns.table.__setitem__("a", 2), False), (lambda: ns.members.add(4), False),
+                 (lambda: ns.hooks.__setitem__(1, min), True),
+                 (lambda: setattr(Owner, "extra", lambda self: 0), True),  # behind the class's proxy
+                 (lambda: setattr(Owner.method, "__kwdefaults__", {"y": 3}), True),
+                 (lambda: setattr(Owner.method, "__defaults__", (5,)), True),
+                 (lambda: ns.table.__setitem__("c", len), True)]
+        for edit, counts in edits:
+            edit()
+            native, python = seen(by_native, True), seen(by_python, False)
+            assert native == python and bool(native) == counts, (native, python)
+    finally:
+        sys.modules.pop(ns.__name__, None)
+
+
+def test_a_class_proxy_is_walked_through_its_own_dict():
+    class Owner:
+        pass
+
+    inner = fingerprint._container(Owner.__dict__)
+    assert type(inner) is dict and "__module__" in inner
+    Owner.added = 1
+    assert inner["added"] == 1  # the dict setattr writes to
+
+
+def test_fingerprint_names_each_patch_and_forgets_it_once_undone(comparison):
     import json as json_mod
 
     import roofline_ext.tasks.traffic as traffic
@@ -245,7 +309,7 @@ def test_fingerprint_names_each_patch_and_forgets_it_once_undone():
     assert ours(fp.changes()) == []
 
 
-def test_fingerprint_sees_a_method_added_to_a_class_and_a_registry_entry():
+def test_fingerprint_sees_a_method_added_to_a_class_and_a_registry_entry(comparison):
     from torch.utils import flop_counter
 
     fp = fingerprint.take()
@@ -262,7 +326,7 @@ def test_fingerprint_sees_a_method_added_to_a_class_and_a_registry_entry():
     assert ours(fp.changes()) == []
 
 
-def test_fingerprint_takes_counters_and_lazy_submodules_as_they_run(tmp_path):
+def test_fingerprint_takes_counters_and_lazy_submodules_as_they_run(tmp_path, comparison):
     fp = fingerprint.take()
     write(tmp_path, "lazy_sub_for_test.py", "X = 1\n")
     sys.path.insert(0, str(tmp_path))
