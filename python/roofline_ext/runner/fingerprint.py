@@ -20,8 +20,10 @@ watch always misses the next one, so the fingerprint covers the whole loaded mod
 
 Values are compared by identity (``is``), never with ``==``: a task could make an object equal to
 anything. The fingerprint keeps every object it saw referenced, so none can be freed and its
-address reused. A comparison is a few passes of ``map(operator.is_, ...)`` in C over all of it,
-module by module; only a module whose pass differs is looked at name by name (:func:`_diff`).
+address reused. A comparison is one walk of the native core over all of it (``_core.
+state_changed_chunks`` and ``state_same_functions``: the C API's dict iteration and function fields,
+pointer comparisons only; without the native core, a few passes of ``map(operator.is_, ...)`` in C,
+module by module); only a module whose pass differs is looked at name by name (:func:`_diff`).
 
 A difference is a change (one line naming it) unless it is one of these, which a module does to
 itself as it runs (:func:`_benign`):
