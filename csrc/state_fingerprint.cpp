@@ -18,12 +18,36 @@ namespace py = pybind11;
 namespace roofline {
 namespace {
 
-// Whether `live` still holds exactly `n` entries, the same key and value objects in the same order,
-// as keys[at, at+n) and values[at, at+n). Dicts by PyDict_Next (insertion order, as Python iterates
-// them), lists by position (key = index, not compared), sets by iteration. Anything else: changed
-// (the caller then looks at it name by name, in Python).
-bool same_space(PyObject* live, Py_ssize_t n, PyObject* keys, PyObject* values, Py_ssize_t at) {
-  if (PyDict_Check(live)) {
+// Whether `iterable` yields exactly `n` objects, the same ones in the same order as tuple[at, at+n).
+// The iteration protocol: for a container of another type (a dict subclass such as OrderedDict,
+// whose order is its own; a set), as Python iterates it.
+bool same_iterated(PyObject* iterable, Py_ssize_t n, PyObject* tuple, Py_ssize_t at) {
+  PyObject* it = PyObject_GetIter(iterable);
+  if (it == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  bool same = true;
+  Py_ssize_t i = at;
+  for (PyObject* item; same && (item = PyIter_Next(it)) != nullptr; ++i) {
+    same = i < at + n && item == PyTuple_GET_ITEM(tuple, i);
+    Py_DECREF(item);
+  }
+  Py_DECREF(it);
+  if (PyErr_Occurred()) {  // changed while iterated, or an iterator that raised
+    PyErr_Clear();
+    return false;
+  }
+  return same && i == at + n;
+}
+
+// Whether a space still holds exactly `n` entries, the same key and value objects in the same
+// order, as keys[at, at+n) and values[at, at+n). An exact dict by PyDict_Next (insertion order, as
+// Python iterates it), an exact list by position (its keys are its items, as Python's chain of
+// them has it); anything else through the iteration protocol: its keys from `live`, its values
+// from `view` (the values() view the Python comparison reads).
+bool same_space(PyObject* live, PyObject* view, Py_ssize_t n, PyObject* keys, PyObject* values, Py_ssize_t at) {
+  if (PyDict_CheckExact(live)) {
     if (PyDict_GET_SIZE(live) != n) return false;
     Py_ssize_t pos = 0, i = at;
     PyObject *key, *value;
@@ -33,59 +57,46 @@ bool same_space(PyObject* live, Py_ssize_t n, PyObject* keys, PyObject* values, 
     }
     return i == at + n;
   }
-  if (PyList_Check(live)) {
+  if (PyList_CheckExact(live)) {
     if (PyList_GET_SIZE(live) != n) return false;
     for (Py_ssize_t i = 0; i < n; ++i) {
-      if (PyList_GET_ITEM(live, i) != PyTuple_GET_ITEM(values, at + i)) return false;
+      PyObject* item = PyList_GET_ITEM(live, i);
+      if (item != PyTuple_GET_ITEM(values, at + i) || item != PyTuple_GET_ITEM(keys, at + i)) return false;
     }
     return true;
   }
-  if (PyAnySet_Check(live)) {
-    if (PySet_GET_SIZE(live) != n) return false;
-    PyObject* it = PyObject_GetIter(live);
-    if (it == nullptr) {
-      PyErr_Clear();
-      return false;
-    }
-    bool same = true;
-    Py_ssize_t i = at;
-    for (PyObject* item; (item = PyIter_Next(it)) != nullptr; ++i) {
-      same = same && i < at + n && item == PyTuple_GET_ITEM(values, i);
-      Py_DECREF(item);
-    }
-    Py_DECREF(it);
-    if (PyErr_Occurred()) {  // changed while iterated
-      PyErr_Clear();
-      return false;
-    }
-    return same && i == at + n;
-  }
-  return false;
+  return same_iterated(live, n, keys, at) && same_iterated(view, n, values, at);
 }
 
-// One module's chunk: (lives, lens, keys, values) as fingerprint._Chunk holds them.
+// One module's chunk: (containers, views, lens, keys, values) as fingerprint._Chunk packs them.
+// A chunk that does not add up (a container that changed while it was taken) is a changed one: the
+// caller then looks at it name by name and takes it again.
 bool same_chunk(PyObject* chunk) {
-  if (!PyTuple_Check(chunk) || PyTuple_GET_SIZE(chunk) != 4) {
-    throw py::type_error("state_changed_chunks: each chunk is a (lives, lens, keys, values) tuple");
+  if (!PyTuple_Check(chunk) || PyTuple_GET_SIZE(chunk) != 5) {
+    throw py::type_error("state_changed_chunks: each chunk is a (containers, views, lens, keys, values) tuple");
   }
   PyObject* lives = PyTuple_GET_ITEM(chunk, 0);
-  PyObject* lens = PyTuple_GET_ITEM(chunk, 1);
-  PyObject* keys = PyTuple_GET_ITEM(chunk, 2);
-  PyObject* values = PyTuple_GET_ITEM(chunk, 3);
-  if (!PyList_Check(lives) || !PyList_Check(lens) || !PyTuple_Check(keys) || !PyTuple_Check(values) ||
-      PyList_GET_SIZE(lives) != PyList_GET_SIZE(lens) || PyTuple_GET_SIZE(keys) != PyTuple_GET_SIZE(values)) {
-    throw py::type_error("state_changed_chunks: lives and lens are lists of one length, keys and values "
-                         "tuples of one length");
+  PyObject* views = PyTuple_GET_ITEM(chunk, 1);
+  PyObject* lens = PyTuple_GET_ITEM(chunk, 2);
+  PyObject* keys = PyTuple_GET_ITEM(chunk, 3);
+  PyObject* values = PyTuple_GET_ITEM(chunk, 4);
+  if (!PyList_Check(lives) || !PyList_Check(views) || !PyList_Check(lens) || !PyTuple_Check(keys) ||
+      !PyTuple_Check(values)) {
+    throw py::type_error("state_changed_chunks: containers, views and lens are lists, keys and values tuples");
   }
+  const Py_ssize_t spaces = PyList_GET_SIZE(lives);
   const Py_ssize_t total = PyTuple_GET_SIZE(values);
+  if (PyList_GET_SIZE(views) != spaces || PyList_GET_SIZE(lens) != spaces || PyTuple_GET_SIZE(keys) != total) {
+    return false;
+  }
   Py_ssize_t at = 0;
-  for (Py_ssize_t s = 0; s < PyList_GET_SIZE(lives); ++s) {
+  for (Py_ssize_t s = 0; s < spaces; ++s) {
     const Py_ssize_t n = PyLong_AsSsize_t(PyList_GET_ITEM(lens, s));
     if (n < 0 || at + n > total) {
       PyErr_Clear();
-      throw py::value_error("state_changed_chunks: the lens do not add up to the values taken");
+      return false;
     }
-    if (!same_space(PyList_GET_ITEM(lives, s), n, keys, values, at)) return false;
+    if (!same_space(PyList_GET_ITEM(lives, s), PyList_GET_ITEM(views, s), n, keys, values, at)) return false;
     at += n;
   }
   return at == total;
@@ -107,8 +118,8 @@ void bind_state_fingerprint(py::module_& m) {
         return out;
       },
       py::arg("chunks"),
-      "The indexes of the (lives, lens, keys, values) chunks whose containers no longer hold the same "
-      "key and value objects, in the same order and number, as taken.");
+      "The indexes of the (containers, views, lens, keys, values) chunks whose containers no longer "
+      "hold the same key and value objects, in the same order and number, as taken.");
   m.def(
       "state_same_functions",
       [](py::list functions, py::list code, py::list defaults, py::list kwdefaults, py::list dicts) {

@@ -105,7 +105,7 @@ class _Chunk:
     lens: list[int] = field(default_factory=list)
     values: tuple = ()
     keys: tuple = ()
-    packed: tuple = ()  # (containers, lens, keys, values): what the native check walks
+    packed: tuple = ()  # (containers, views, lens, keys, values): what the native check walks
 
     def take(self) -> None:
         self.views = [s.view() for s in self.spaces]
@@ -114,7 +114,7 @@ class _Chunk:
             space.size = n
         self.values = tuple(chain.from_iterable(self.views))
         self.keys = tuple(chain.from_iterable(s.live for s in self.spaces))
-        self.packed = ([_container(s.live) for s in self.spaces], self.lens, self.keys, self.values)
+        self.packed = ([_container(s.live) for s in self.spaces], self.views, self.lens, self.keys, self.values)
 
     def same(self) -> bool:
         try:
