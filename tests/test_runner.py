@@ -259,6 +259,37 @@ def test_a_task_is_timed_while_later_ones_are_still_counted(tmp_path, capsys, mo
     assert "checks after it" in events[timed_fast], events[timed_fast]
 
 
+def _timeline(err: str) -> list[str]:
+    return [line.split(None, 1)[1] for line in err[err.index("where the time went"):].splitlines()[1:]
+            if line.strip()[:1].isdigit()]
+
+
+@pytest.mark.slow
+def test_a_batch_counts_once_its_timing_worker_is_ready_and_a_lone_task_does_not_wait(tmp_path, capsys,
+                                                                                      monkeypatch):
+    # More tasks than counting workers: the counts wait for the timing worker's setup and snapshot,
+    # which then run on an idle machine (on the H200 the snapshot took 5.2 s under the counting
+    # storm, 0.5 s without); the GPU could not start before it anyway.
+    install_fake_backend(tmp_path, monkeypatch, compile_warm_up=False)
+    many = tmp_path / "many"
+    good_tasks(many, names=("1_a", "2_b", "3_c"), sizes=(8, 8, 8))
+    rc, _, err = _batch(capsys, many, tmp_path / "m.json", "--time", "--verbose", "--jobs", "1")
+    events = _timeline(err)
+    assert rc == 0, err
+    ready = next(i for i, e in enumerate(events) if "timing worker" in e and "ready" in e)
+    assert "state snapshot" in events[ready], events[ready]
+    assert all(i > ready for i, e in enumerate(events) if e.startswith("count ")), events
+    one = tmp_path / "one"
+    good_tasks(one, names=("1_a",), sizes=(8,))
+    rc, _, err = _batch(capsys, one, tmp_path / "o.json", "--time", "--verbose")
+    assert rc == 0, err
+    lines = [line.split(None, 1) for line in err[err.index("where the time went"):].splitlines()[1:]
+             if line.strip()[:1].isdigit()]
+    ready_at = next(float(t) for t, e in lines if "timing worker" in e and "ready" in e)
+    count_at, count_s = next((float(t), float(e.split(": ")[1].split()[0])) for t, e in lines if e.startswith("count "))
+    assert count_at - count_s < ready_at, lines  # its count started before the worker was ready
+
+
 @pytest.mark.slow
 def test_timeout_applies_to_counting_without_time(tmp_path, capsys):
     hang = misbehaving_tasks(tmp_path, ("hang",))[0]

@@ -72,6 +72,9 @@ MAX_SERVER_RESTARTS = 3  # losses of the server in a row with no job finished in
 # that leaves room for larger tasks.
 WORKER_BYTES = 512 << 20
 RETIRE_KEY = "_retire"  # in a job's result: replace the worker after this job, for this reason
+# The longest the counting jobs of a batch wait for a timing worker's setup and snapshot
+# (Pool._holding_counts). On the H200 the two take about 1 s on an idle host.
+HOLD_COUNTS_S = 10.0
 
 
 def supported() -> bool:
@@ -188,13 +191,15 @@ class Pool:
     setup, before its snapshot (:func:`.compiling.warm_up`); it also gives the run its own compile
     caches (:class:`.compiling.RunCaches`). ``energy_warm_up``: the same for ``--energy``
     (:func:`roofline_ext.measure.energy.warm_up`: NVML opened and the idle probe taken before the
-    snapshot); with both, energy's runs first.
+    snapshot); with both, energy's runs first. ``hold_counts_s``: how long the counting jobs of a
+    batch may wait for a timing worker that is starting (0: never).
     """
 
     def __init__(self, jobs: int | None = None, *, backend: str = GPU_BACKEND, cpu_backend: str = CPU_BACKEND,
                  fresh: bool = False, reuse_counting: bool = False, warm_up: bool = True,
                  setup_timeout_s: float = 300.0, start_timeout_s: float = 300.0,
-                 compile_warm_up: str | None = None, energy_warm_up: str | None = None) -> None:
+                 compile_warm_up: str | None = None, energy_warm_up: str | None = None,
+                 hold_counts_s: float = HOLD_COUNTS_S) -> None:
         self.jobs = max(1, jobs or default_jobs())
         self.backends = {"cpu": cpu_backend, "gpu": backend}
         self.fresh = fresh
@@ -204,6 +209,8 @@ class Pool:
         self.start_timeout_s = start_timeout_s
         self.compile_warm_up = compile_warm_up
         self.energy_warm_up = energy_warm_up
+        self.hold_counts_s = hold_counts_s
+        self._hold_since: float | None = None
         self._caches = RunCaches() if compile_warm_up else None
         self.replacements: list[dict[str, Any]] = []  # every reused worker replaced, and why
         # Where a run's time went (--verbose): (seconds since this pool was made, what happened).
@@ -355,6 +362,27 @@ class Pool:
         if self._suspects or self._suspect is not None:
             self._dispatch_suspect(on_start)
             return
+        if not self._holding_counts():
+            self._dispatch_cpu(on_start)
+        for device, queue in self._pending_gpu.items():
+            self._feed([("gpu", device)], queue, on_start)
+
+    def _holding_counts(self) -> bool:
+        """Whether the counting jobs wait for a timing worker still starting: only when there are
+        more of them than counting workers (a lone task's count never waits), and for at most
+        :attr:`hold_counts_s` after the first job was given (a setup that hangs holds nothing up
+        for long). The GPU cannot time before its worker is ready anyway, and the worker's setup
+        and snapshot then run on an idle machine."""
+        if self.hold_counts_s <= 0 or len(self._cpu) <= self.jobs:
+            return False
+        starting = any(lane[0] == "gpu" and not w.ready and not w.closed for lane, w in self._lanes.items())
+        if not starting:
+            return False
+        if self._hold_since is None:
+            self._hold_since = time.monotonic()
+        return time.monotonic() - self._hold_since < self.hold_counts_s
+
+    def _dispatch_cpu(self, on_start) -> None:
         if not self.reuse_counting:
             busy = sum(1 for w in self._workers.values() if w.lane is None and not w.closed)
             while self._cpu and busy < self.jobs:
@@ -362,8 +390,6 @@ class Pool:
                 busy += 1
         else:
             self._feed([("cpu", k) for k in range(self.jobs)], self._cpu, on_start)
-        for device, queue in self._pending_gpu.items():
-            self._feed([("gpu", device)], queue, on_start)
 
     def _dispatch_suspect(self, on_start) -> None:
         """After the server was lost: the jobs that were running then, one at a time, nothing else."""
@@ -627,8 +653,10 @@ class Pool:
             assert w.lane is not None
             if reply["ok"]:
                 w.ready, w.deadline = True, float("inf")
+                snap = reply.get("snapshot_s")
                 self._mark(f"{_lane_words(w.lane)} ready (setup {reply.get('seconds', 0.0):.2f} s"
-                           + (": CUDA context, cuBLAS and the L2 flush buffer)" if w.lane[0] == "gpu" else ")"))
+                           + (": CUDA context, cuBLAS and the L2 flush buffer" if w.lane[0] == "gpu" else "")
+                           + (f"; its state snapshot {snap:.2f} s" if isinstance(snap, (int, float)) else "") + ")")
                 if w.lane[0] == "gpu":
                     self.server_info.setdefault("devices", {})[w.lane[1]] = reply["value"]
             else:
