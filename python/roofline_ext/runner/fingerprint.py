@@ -151,9 +151,9 @@ class Fingerprint:
     modules: set[str] = field(default_factory=set)  # names of the modules catalogued
 
     def extend(self) -> None:
-        """Catalogue the modules loaded since (all of them the first time), then take every value as
-        it is now. A worker forked from the server extends the server's fingerprint: the
-        catalogue (which objects to look at) is shared, only the values are its own."""
+        """Catalogue the modules loaded since the last call (all of them the first time), then take
+        every value as it is now. (Each worker takes its own fingerprint, :func:`take`; none is
+        inherited from the fork server.)"""
         with _no_gc():
             # Shortest names first: an object is labelled where it is first seen, so a class shows
             # as torch.nn.Linear rather than torch.nn.modules.linear.Linear.
