@@ -160,7 +160,7 @@ def _warm_up(fn, warmup: int, before, events, clock: Callable[[], float] = time.
             events.synchronize()
             if k >= min(MIN_WARMUP, warmup) and clock() - t0 >= warmup_s:
                 return k
-    if warmup and warmup_s is None:  # none made (a caller that warmed up itself): nothing to wait for
+    if warmup and warmup_s is None:  # calls made without a wait each: wait once for all of them
         events.synchronize()
     return warmup
 

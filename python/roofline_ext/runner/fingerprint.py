@@ -57,6 +57,8 @@ from itertools import chain
 from operator import attrgetter, is_
 from typing import Any, Callable, Iterable
 
+from ..device.native import core_or_none
+
 _IMMUTABLE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: the type's dict cannot be written
 _OWN = "roofline_ext"  # this package: every value of its modules counts
 _FUNC = types.FunctionType
@@ -226,20 +228,17 @@ USE_NATIVE = True
 
 
 def _native(name: str) -> Callable[..., Any] | None:
-    if not USE_NATIVE:
-        return None
-    try:
-        from .. import _core
-    except ImportError:  # a checkout without its native core built: the Python comparison
-        return None
-    return getattr(_core, name, None)
+    """The native core's ``name``, or None (a checkout without its core built, or an older core:
+    the Python comparison then)."""
+    core = core_or_none() if USE_NATIVE else None
+    return getattr(core, name, None) if core is not None else None
 
 
 def _container(live: Any) -> Any:
     """What holds a space's entries, for the native walk: a class's own dict behind its read-only
     ``__dict__`` proxy (the proxy's one referent; a class's attributes are set in it), else the
-    space itself. A proxy whose dict cannot be found stays a proxy: the walk then calls it changed
-    and the Python comparison looks closer."""
+    space itself. A proxy whose dict cannot be found stays a proxy, which the walk reads through the
+    iteration protocol as the Python comparison does."""
     if type(live) is types.MappingProxyType:
         inner = gc.get_referents(live)
         if len(inner) == 1 and type(inner[0]) is dict:

@@ -219,6 +219,12 @@ def _time(fn, device: int, trials: Trials, warmup: int, flush, warmup_s: float |
     return time_callable(fn, device=device, trials=trials, warmup=warmup, flush=flush, warmup_s=warmup_s)
 
 
+def _time_reference(fn, device: int, trials: Trials, warmup: int, flush) -> dict[str, Any]:
+    """The reference's timing: its warm-up may stop early once warm (``timing.DEFAULT_WARMUP_S``);
+    a candidate's makes all ``warmup`` calls, as the judge places its checked trials by count."""
+    return _time(fn, device, trials, warmup, flush, DEFAULT_WARMUP_S)
+
+
 def _header(path, dev, run_dtype, seed: int, made: str) -> dict[str, Any]:
     torch = lazy_torch()
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
@@ -268,9 +274,7 @@ def time_reference(path: str | Path, *, dtype: str | None = None, trials: Trials
         flush = L2Flush(device)
         with torch.no_grad():
             ref_out = task.call(model, "Model.forward", "forward", *args)
-            # The reference's warm-up may stop early once warm (timing.DEFAULT_WARMUP_S); a
-            # candidate's makes all ``warmup`` calls, as the judge places its checked trials by count.
-            result["reference"] = _time(lambda: model(*args), device, trials, warmup, flush, DEFAULT_WARMUP_S)
+            result["reference"] = _time_reference(lambda: model(*args), device, trials, warmup, flush)
             result["t_ref_ms"] = result["reference"]["median_ms"]
             if profile:
                 from .kernel_profile import profile_reference
@@ -502,9 +506,7 @@ def time_task(path: str | Path, *, new: str | Path | None = None, dtype: str | N
         # no_grad, not inference_mode: inference tensors break some user code paths and FLOP counting.
         with torch.no_grad():
             ref_out = task.call(model, "Model.forward", "forward", *args)
-            # The reference's warm-up may stop early once warm (timing.DEFAULT_WARMUP_S); a
-            # candidate's makes all ``warmup`` calls, as the judge places its checked trials by count.
-            result["reference"] = _time(lambda: model(*args), device, trials, warmup, flush, DEFAULT_WARMUP_S)
+            result["reference"] = _time_reference(lambda: model(*args), device, trials, warmup, flush)
             result["t_ref_ms"] = result["reference"]["median_ms"]
             result["t_new_ms"] = None
             if candidate is not None:
