@@ -8,7 +8,9 @@ phase; `scripts/gpu-check energy` makes three, each a fresh process). Per unit (
 per FLOP or OP, HBM read/write/copy in J per byte, above idle): every calibration's figure in pJ,
 the median, the spread (max / min - 1), the largest distance from the median, each figure's own
 counter-reading bound (`relative_uncertainty`), the temperature its window ran at, and whether the
-spread is within the target. Also each calibration's sustained HBM pattern figures and idle power.
+spread is within the target. Also each calibration's sustained HBM pattern figures and idle power,
+and the same statistics for the library peers each calibration measured beside its own kernels
+(``peers``; not part of the exit status).
 A unit a calibration did not measure is listed with its status and left out of the spread.
 
 Exit status: 0 when every unit measured in all calibrations is within the target, 1 otherwise,
@@ -26,8 +28,17 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 
-def _unit(cals: Sequence[Mapping[str, Any]], key: str, target: float) -> dict[str, Any]:
-    entries = [((c.get("energy") or {}).get("entries") or {}).get(key) or {} for c in cals]
+def _own(c: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    return ((c.get("energy") or {}).get("entries") or {}).get(key) or {}
+
+
+def _peer(c: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    # The first library peer of the key (calibration measures one per unit).
+    return next(iter(((c.get("energy") or {}).get("peers") or {}).get(key) or []), None) or {}
+
+
+def _unit(cals: Sequence[Mapping[str, Any]], key: str, target: float, entry: Any = _own) -> dict[str, Any]:
+    entries = [entry(c, key) for c in cals]
     values = [e.get("j_per_unit") for e in entries]
     out: dict[str, Any] = {"status": [e.get("status", "missing") for e in entries],
                            "pj_per_unit": [None if v is None else v * 1e12 for v in values],
@@ -50,6 +61,10 @@ def repeatability(cals: Sequence[Mapping[str, Any]], target: float = 0.03) -> di
             if k not in keys:
                 keys.append(k)
     units = {k: _unit(cals, k, target) for k in keys}
+    # The library peers each calibration measured beside its own kernels, the same way.
+    peer_keys = [k for k in keys if any(_peer(c, k) for c in cals)]
+    peers = {k: {"source": next((_peer(c, k).get("source") for c in cals if _peer(c, k)), None),
+                 **_unit(cals, k, target, _peer)} for k in peer_keys}
 
     def patterns(c: Mapping[str, Any]) -> dict[str, Any]:
         hbm = ((c.get("sustained") or {}).get("entries") or {}).get("hbm") or {}
@@ -60,6 +75,7 @@ def repeatability(cals: Sequence[Mapping[str, Any]], target: float = 0.03) -> di
                           "idle_w": ((c.get("energy") or {}).get("idle") or {}).get("power_w"),
                           "sustained_hbm_tbps": patterns(c)} for c in cals],
         "units": units,
+        "peers": peers,
         "within_target": [k for k, u in units.items() if u["within_target"]],
         "not_within_target": [k for k, u in units.items() if u["within_target"] is False],
         "not_measured_in_all": [k for k, u in units.items() if u["within_target"] is None],
@@ -87,6 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for k, u in doc["units"].items():
         shown = "-" if u["spread"] is None else f"{u['spread']:.1%}"
         print(f"{k:10s} median {u['median_pj'] or float('nan'):.4g} pJ  spread {shown}")
+    for k, u in doc["peers"].items():
+        shown = "-" if u["spread"] is None else f"{u['spread']:.1%}"
+        print(f"{k:10s} median {u['median_pj'] or float('nan'):.4g} pJ  spread {shown}  ({u['source']}, library)")
     return 0 if not doc["not_within_target"] else 1
 
 

@@ -71,6 +71,7 @@ from roofline_ext.measure.energy_kernels import (  # noqa: F401
     own_buffer_bytes,
     reps_for,
 )
+from roofline_ext.measure.energy_peers import GEMM_KEYS, MEMORY_OPS, gemm_workload, memory_workload, peer_names
 from roofline_ext.measure.energy_workload import (  # noqa: F401
     LAG_TARGET,
     CheckFailed,
@@ -83,9 +84,6 @@ from roofline_ext.model.energy import COMPUTE_KEYS, MEMORY_KEYS, EnergyCost, Ene
 
 #: The issue's repeatability test: max/min - 1 of a figure over the repeats.
 TARGET_SPREAD = 0.03
-#: Library peers are batched between synchronisations to about this long: short against the
-#: counter's 100 ms, long against a synchronisation.
-PEER_BATCH_S = 0.02
 #: Paths in the order a precision's own kernel is chosen: the roof path first.
 PATH_ORDER = ("wgmma", "mma.sync", "simt")
 
@@ -339,142 +337,17 @@ def own_items(core: Any, device: int, *, unusable: str | None, buffer_bytes: int
 # Library peers, through torch
 # --------------------------------------------------------------------------------------------------
 
-#: A GEMM's sampled block: rows x columns checked against float64, and the tolerance on the largest
-#: error relative to the block's RMS (BF16's output rounding is ~0.01 of it; a wrong product ~1).
-_GEMM_SAMPLE = 64
-_GEMM_TOL = 0.03
-_SUM_TOL = 1e-4
-
-
-def _batch_for(op: Callable[[], object], sync: Callable[[], object], clock: Callable[[], float]) -> tuple[int, float]:
-    """Ops per synchronisation (about PEER_BATCH_S of them) and one op's time."""
-    op()
-    sync()
-    t0 = clock()
-    for _ in range(5):
-        op()
-    sync()
-    op_s = max((clock() - t0) / 5, 1e-6)
-    return max(1, round(PEER_BATCH_S / op_s)), op_s
-
-
-def gemm_error(torch: Any, a: Any, b: Any, c: Any, gen: Any) -> str | None:
-    """Why ``c`` is not ``a @ b`` on a sampled block against float64, or None."""
-    n = c.shape[0]
-    rows = torch.randperm(n, device=c.device, generator=gen)[:_GEMM_SAMPLE]
-    cols = torch.randperm(c.shape[1], device=c.device, generator=gen)[:_GEMM_SAMPLE]
-    ref = a[rows].double() @ b[:, cols].double()
-    got = c[rows][:, cols].double()
-    if not bool(torch.isfinite(got).all()):
-        return "non-finite values in the sampled block"
-    scale = float(ref.pow(2).mean().sqrt())
-    err = float((got - ref).abs().max())
-    return None if err <= _GEMM_TOL * scale else (f"sampled block off by {err:.4g} (RMS {scale:.4g}, "
-                                                  f"tolerance {_GEMM_TOL:g} of it)")
-
-
+# The peers' workloads are the package's (measure/energy_peers.py; calibration's energy phase runs
+# the same ones). Under the names this script and its tests have always used.
 def gemm_setup(torch: Any, device: int, key: str, n: int, clock: Callable[[], float] = time.perf_counter) -> Prepared:
-    """``torch.matmul`` of two n x n matrices into a preallocated output: 2·n³ FLOPs per call.
-    TF32 is float32 inputs with TF32 allowed (``set_float32_matmul_precision("high")``, what
-    ``allow_tf32`` sets) until the item is closed."""
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32}[key]
-    dev = torch.device("cuda", device)
-    gen = torch.Generator(device=dev)
-    gen.manual_seed(SEED)
-    before = torch.get_float32_matmul_precision()
-    t: dict[str, Any] = {}
-
-    def sync() -> None:
-        torch.cuda.synchronize(dev)
-
-    def op() -> None:
-        torch.matmul(t["a"], t["b"], out=t["c"])
-
-    def check() -> str | None:
-        t["c"].fill_(float("nan"))  # a product that never ran must not pass on old output
-        op()
-        sync()
-        return gemm_error(torch, t["a"], t["b"], t["c"], gen)
-
-    def close() -> None:
-        torch.set_float32_matmul_precision(before)
-        t.clear()
-        torch.cuda.empty_cache()
-
-    flops = 2.0 * n ** 3
-
-    def call() -> tuple[float, float | None]:
-        op()
-        return flops, None
-
-    try:
-        if key == "tf32":
-            torch.set_float32_matmul_precision("high")
-        t.update(a=torch.randn(n, n, device=dev, dtype=dtype, generator=gen),
-                 b=torch.randn(n, n, device=dev, dtype=dtype, generator=gen),
-                 c=torch.empty(n, n, device=dev, dtype=dtype))
-        batch, op_s = _batch_for(op, sync, clock)
-    except Exception:
-        close()
-        raise
-    return Prepared(call=call, sync=sync, batch=batch, call_s=batch * op_s, check=check, close=close,
-                    info={"m": n, "n": n, "k": n, "dtype": str(dtype), "op_ms": op_s * 1e3, "batch": batch,
-                          "float32_matmul_precision": torch.get_float32_matmul_precision(),
-                          # what one product (one call, 2 n³ FLOPs) must move: A and B read, C written
-                          "hbm_bytes_per_call": 3.0 * n * n * t["a"].element_size()})
+    """``measure.energy_peers.gemm_workload``: torch.matmul of two n x n matrices, 2·n³ FLOPs a call."""
+    return gemm_workload(torch, device, key, n, clock)
 
 
 def memory_setup(torch: Any, device: int, op_name: str, nbytes: int, clock: Callable[[], float] = time.perf_counter
                  ) -> Prepared:
-    """torch ``copy_`` (2x the buffer moved), ``sum`` (1x read) or ``fill_`` (1x written) on float32
-    buffers of ``nbytes``, each checked exactly (sum against a float64 sum)."""
-    dev = torch.device("cuda", device)
-    gen = torch.Generator(device=dev)
-    gen.manual_seed(SEED)
-    numel = nbytes // 4
-    t: dict[str, Any] = {}
-    if op_name in ("copy_", "sum"):
-        t["src"] = torch.rand(numel, device=dev, dtype=torch.float32, generator=gen)
-    if op_name in ("copy_", "fill_"):
-        t["dst"] = torch.empty(numel, device=dev, dtype=torch.float32)
-
-    def sync() -> None:
-        torch.cuda.synchronize(dev)
-
-    ops = {"copy_": lambda: t["dst"].copy_(t["src"]), "fill_": lambda: t["dst"].fill_(1.5),
-           "sum": lambda: t.__setitem__("out", t["src"].sum())}
-    moved = {"copy_": 2 * numel * 4, "sum": numel * 4, "fill_": numel * 4}[op_name]
-    op = ops[op_name]
-
-    def check() -> str | None:
-        if "dst" in t:  # poisoned first, so an op that never ran cannot pass on old output
-            t["dst"].fill_(-1.0)
-        op()
-        sync()
-        if op_name == "copy_":
-            return None if bool(torch.equal(t["dst"], t["src"])) else "destination differs from the source"
-        if op_name == "fill_":
-            return None if bool((t["dst"] == 1.5).all()) else "not every element holds the fill value"
-        ref = float(torch.sum(t["src"], dtype=torch.float64))
-        got = float(t["out"])
-        return None if abs(got - ref) <= _SUM_TOL * abs(ref) else f"sum {got!r} against float64 {ref!r}"
-
-    def close() -> None:
-        t.clear()
-        torch.cuda.empty_cache()
-
-    def call() -> tuple[float, float | None]:
-        op()
-        return float(moved), None
-
-    try:
-        batch, op_s = _batch_for(op, sync, clock)
-    except Exception:
-        close()
-        raise
-    return Prepared(call=call, sync=sync, batch=batch, call_s=batch * op_s, check=check, close=close,
-                    info={"op": op_name, "buffer_bytes": numel * 4, "bytes_per_call": moved, "op_ms": op_s * 1e3,
-                          "batch": batch})
+    """``measure.energy_peers.memory_workload``: torch copy_, sum or fill_ on float32 buffers."""
+    return memory_workload(torch, device, op_name, nbytes, clock)
 
 
 def peer_items(torch: Any, device: int, *, unusable: str | None, gemm_n: int, nbytes: int) -> dict[str, list[Item]]:
@@ -482,13 +355,13 @@ def peer_items(torch: Any, device: int, *, unusable: str | None, gemm_n: int, nb
     def item(key: str, name: str, setup: Callable[[], Prepared]) -> Item:
         return Item(key, name, "library", _refuse(unusable) if unusable is not None else setup)
 
-    gib = f"{nbytes / 2**30:g} GiB float32"
     out: dict[str, list[Item]] = {}
-    for key in ("tf32", "fp16", "bf16"):
-        out[key] = [item(key, f"torch.matmul {key} {gemm_n}^3 (cuBLAS)",
-                         lambda k=key: gemm_setup(torch, device, k, gemm_n))]
-    for key, op_name in (("hbm_read", "sum"), ("hbm_write", "fill_"), ("hbm_copy", "copy_")):
-        out[key] = [item(key, f"torch {op_name} {gib}", lambda o=op_name: memory_setup(torch, device, o, nbytes))]
+    for key in GEMM_KEYS:
+        name, = peer_names(key, gemm_n=gemm_n, nbytes=nbytes)
+        out[key] = [item(key, name, lambda k=key: gemm_setup(torch, device, k, gemm_n))]
+    for key, op_name in MEMORY_OPS.items():
+        name, = peer_names(key, gemm_n=gemm_n, nbytes=nbytes)
+        out[key] = [item(key, name, lambda o=op_name: memory_setup(torch, device, o, nbytes))]
     return out
 
 

@@ -163,12 +163,16 @@ def test_a_longer_energy_window_narrows_each_figures_bound(cache):
         board = FakeBoard(interval=0.1, idle_w=IDLE_W)
         backend = EnergyBackend(knobs(), board, Core(board, WATTS))
         return calibrate_with(backend, **kw)["energy"]["entries"]
-    short, long = run(), run(energy_window_s=4.0)
+    short, long = run(), run(energy_window_s=8.0)
     for key in ("fp32", "hbm_read"):
         assert short[key]["status"] == long[key]["status"] == "ok"
-        assert long[key]["window_s"] >= 4.0 > short[key]["window_s"]
+        assert long[key]["window_s"] >= 8.0 > short[key]["window_s"]
         assert long[key]["relative_uncertainty"] < 0.6 * short[key]["relative_uncertainty"], key
-    assert ep.estimated_s(window_s=4.0) - ep.estimated_s() == pytest.approx(3.0 * len(ep.ENERGY_KEYS))
+    items = len(ep.ENERGY_KEYS) + sum(len(ep.peer_plan(k, None)) for k in ep.ENERGY_KEYS)
+    assert items == len(ep.ENERGY_KEYS) + 6  # cuBLAS tf32/fp16/bf16, torch sum/fill_/copy_
+    assert ep.estimated_s(window_s=8.0) - ep.estimated_s() == pytest.approx(7.0 * items)
+    assert ep.estimated_s(window_s=8.0, peers=False) - ep.estimated_s(peers=False) == pytest.approx(
+        7.0 * len(ep.ENERGY_KEYS))
 
 
 def test_a_full_calibration_measures_energy_per_unit_with_what_it_ran_at(cache):
@@ -359,7 +363,7 @@ def test_the_budget_takes_the_energy_part_off_the_sustained_window():
     left = cal_run.FULL_BUDGET_S - 30.0
     units = len(cal_run.SUSTAINED_FAMILIES)
     with_energy = cal_run._fit_window(cal_run.DEFAULT_SUSTAINED_S, left - ep.estimated_s(), units)
-    assert 45.0 <= ep.estimated_s() <= 75.0
+    assert 45.0 <= ep.estimated_s(peers=False) <= 75.0 < ep.estimated_s() <= 110.0  # the peers: 6 more windows
     assert cal_run.MIN_SUSTAINED_S < with_energy < cal_run.DEFAULT_SUSTAINED_S
     assert 30.0 + ep.estimated_s() + units * (with_energy + 3.0) + 10.0 <= cal_run.FULL_BUDGET_S + 0.5
 
@@ -494,7 +498,14 @@ class ReplayCore:
                  "verification": {"passed": True}}]
 
 
-def test_replay_of_the_h200_hbm_figures(cache):
+def test_replay_of_the_h200_hbm_figures(cache, monkeypatch):
+    # The recorded run sized its calls by the rules of its day (duty 0.9, at least 20 ms of kernels);
+    # the replay sizes them the same way, or its calls would not be the H200's.
+    from roofline_ext.measure import energy_kernels
+
+    rules_then = energy_kernels.reps_for
+    monkeypatch.setattr(energy_kernels, "reps_for",
+                        lambda overhead, launch, duty=0.9: rules_then(overhead, launch, duty=0.9, min_kernel_s=0.02))
     doc = json.loads(H200_JSON.read_text())
     own = {f["key"]: f for f in doc["figures"] if f["origin"] == "own" and f["status"] == "ok"}
     recorded = {own[k]["repeats"][0]["info"]["pattern"]: own[k]["repeats"][0] for k in ep.HBM_ENERGY_KEYS}
@@ -542,3 +553,101 @@ def test_replay_of_the_h200_hbm_figures(cache):
     cheapest = min((costs.require("hbm_copy").j_per_unit * 2,
                     costs.require("hbm_read").j_per_unit + costs.require("hbm_write").j_per_unit))
     assert floor.e_min_j == pytest.approx(cheapest * (1 << 30))
+
+
+# --------------------------------------------------------------------------------------------------
+# The library peers beside the own kernels (the floor must not be beaten by a kernel already seen)
+# --------------------------------------------------------------------------------------------------
+
+class PeerBackend(EnergyBackend):
+    """EnergyBackend with library peers on the same fake board: each peer call spends ``PEER_S`` at
+    its power and does ``PEER_WORK`` units; ``wrong`` peers fail their output check."""
+
+    PEER_S = 0.02
+    PEER_WORK = {"tf32": 1e13, "fp16": 1e13, "bf16": 1e13, "hbm_read": 1e11, "hbm_write": 1e11, "hbm_copy": 1e11}
+
+    def __init__(self, *args, peer_watts: dict[str, float], wrong: tuple[str, ...] = (), **kw):
+        super().__init__(*args, **kw)
+        self.peer_watts, self.wrong = peer_watts, wrong
+        self.peer_specs: list[dict] = []
+
+    def energy_peer_workload(self, device, dev, key, spec, *, clock):
+        from roofline_ext.measure.energy_workload import EnergyWorkload
+
+        self.peer_specs.append(dict(spec))
+
+        def call():
+            self.board.advance(self.PEER_S, self.peer_watts[key])
+            return self.PEER_WORK[key], None
+
+        return EnergyWorkload(call=call, call_s=self.PEER_S,
+                              check=lambda: "destination differs from the source" if key in self.wrong else None)
+
+
+def peer_pj(key: str, watts: float) -> float:
+    return (watts - IDLE_W) * PeerBackend.PEER_S / PeerBackend.PEER_WORK[key] * 1e12
+
+
+def test_library_peers_are_measured_beside_the_own_kernels_and_the_floor_takes_the_lowest(cache):
+    board = FakeBoard(interval=0.1, idle_w=IDLE_W)
+    # copy's peer more frugal than the own copy kernel (as torch's was on the H200), bf16's costlier.
+    peer_watts = {"tf32": 700.0, "fp16": 700.0, "bf16": 700.0, "hbm_read": 700.0, "hbm_write": 700.0,
+                  "hbm_copy": 250.0}
+    backend = PeerBackend(knobs(), board, Core(board, WATTS), peer_watts=peer_watts, wrong=("hbm_write",))
+    cal = calibrate_with(backend)
+    energy = cal["energy"]
+    # One peer per unit that has one, named as the issue names them, HBM on the own kernels' buffer.
+    assert sorted(energy["peers"]) == sorted(["tf32", "fp16", "bf16", "hbm_read", "hbm_write", "hbm_copy"])
+    assert [s["name"] for s in backend.peer_specs if s["key"] == "bf16"] == ["torch.matmul bf16 8192^3 (cuBLAS)"]
+    assert {s["nbytes"] for s in backend.peer_specs} == {energy["entries"]["hbm_copy"]["info"]["buffer_bytes"]}
+    copy = energy["peers"]["hbm_copy"][0]
+    assert copy["origin"] == "library" and copy["status"] == "ok" and copy["source"] == "torch copy_ 1 GiB float32"
+    assert copy["pj_per_unit"] == pytest.approx(peer_pj("hbm_copy", 250.0), rel=0.02)
+    assert copy["pj_per_unit"] < energy["entries"]["hbm_copy"]["pj_per_unit"]
+    # A peer whose output is wrong is said so and does not count.
+    write = energy["peers"]["hbm_write"][0]
+    assert write["status"] == "failed" and "differs from the source" in write["reason"] and write.get("j_per_unit") is None
+    assert any(w.startswith("energy torch fill_ 1 GiB float32: failed: ") for w in cal["warnings"])
+    # Cached, read back validated, and the costs: per unit the lowest of own and peers.
+    path = cb.save(cal)
+    record = CalibrationRecord.from_dict(json.loads(path.read_text()))
+    assert [e.origin for e in record.energy.counted_peers()] == ["library"] * 5
+    costs = EnergyCosts.from_calibration(record)
+    assert costs.require("hbm_copy").origin == "library"
+    assert costs.require("hbm_copy").j_per_unit == copy["j_per_unit"]
+    assert "torch copy_" in costs.require("hbm_copy").source and "calibration" in costs.require("hbm_copy").source
+    assert costs.require("bf16").origin == "own"  # the peer drew more: the own kernel's figure stands
+    assert costs.require("hbm_write").origin == "own"  # the failed peer is not weighed in
+    assert [c.origin for c in costs.considered["hbm_copy"]] == ["library", "own"]
+    # A broken peer figure makes the file unusable, as a broken own figure does.
+    doc = json.loads(path.read_text())
+    doc["energy"]["peers"]["hbm_copy"][0]["j_per_unit"] = -1.0
+    with pytest.raises(Exception, match=r"energy\.peers\.hbm_copy\.0\.j_per_unit"):
+        CalibrationRecord.from_dict(doc)
+
+
+def test_a_calibration_made_before_the_peers_gives_the_own_kernels_costs(cache):
+    board = FakeBoard(interval=0.1, idle_w=IDLE_W)
+    cal = calibrate_with(EnergyBackend(knobs(), board, Core(board, WATTS)))
+    assert "peers" not in cal["energy"]  # a backend without peers measures none
+    costs = EnergyCosts.from_calibration(CalibrationRecord.from_dict(json.loads(json.dumps(cal))))
+    assert {c.origin for c in costs.costs.values()} == {"own"}
+
+
+def test_the_native_backend_says_why_a_peer_cannot_run_without_torch(monkeypatch):
+    import builtins
+
+    from roofline_ext.measure.energy_workload import Unsupported
+
+    real_import = builtins.__import__
+
+    def no_torch(name, *args, **kw):
+        if name == "torch":
+            raise ImportError("No module named 'torch'")
+        return real_import(name, *args, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    spec = ep.peer_plan("hbm_copy", 50 << 20)[0]
+    with pytest.raises(Unsupported, match="torch copy_ 1 GiB float32: torch is not installed"):
+        NativeBackend(core=object()).energy_peer_workload(0, None, "hbm_copy", spec)
+    assert ep.peer_plan("fp64", 50 << 20) == [] and ep.peer_plan("int8", None) == []

@@ -61,3 +61,18 @@ def test_command_line_writes_the_json_and_says_bad_input_in_one_line(bench, tmp_
     assert bench.main([str(out), files[0], str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("energy_repeat: error: ") and str(bad) in err[-1]
+
+
+def test_library_peers_get_their_own_spread_beside_the_units(bench, cals):
+    with_peers = copy.deepcopy(cals)
+    for c, pj in zip(with_peers, (110.0, 112.2)):
+        own = c["energy"]["entries"]["hbm_copy"]
+        c["energy"]["peers"] = {"hbm_copy": [{**own, "origin": "library", "source": "torch copy_ 1 GiB float32",
+                                              "j_per_unit": pj * 1e-12}]}
+    doc = bench.repeatability(with_peers)
+    peer = doc["peers"]["hbm_copy"]
+    assert peer["source"] == "torch copy_ 1 GiB float32" and peer["pj_per_unit"] == pytest.approx([110.0, 112.2])
+    assert peer["spread"] == pytest.approx(2.2 / 111.1) and peer["within_target"] is True
+    assert list(doc["peers"]) == ["hbm_copy"] and bench.repeatability(cals)["peers"] == {}
+    # The units' own figures are unchanged by the peers beside them.
+    assert doc["units"] == bench.repeatability(cals)["units"]

@@ -59,9 +59,11 @@ def test_window_and_call_rules():
     assert er.window_for(0.005, 0.1) == 1.0
     assert er.window_for(0.5, 0.1) == pytest.approx(0.1 / (6 ** 0.5 * 0.015))
     assert er.window_for(2.0, 0.1, floor_s=5.0) == 5.0
-    # Kernels 9x the fixed overhead for a 90% duty: 20 ms overhead -> 180 ms of 2 ms launches.
-    assert er.reps_for(0.020, 0.002) == 90
-    assert er.reps_for(0.0, 0.002) == 10  # the 20 ms minimum
+    # Kernels 0.97 / 0.03 x the fixed overhead for a 97% duty: 20 ms -> 647 ms of 2 ms launches.
+    assert er.reps_for(0.020, 0.002) == 324
+    assert er.reps_for(0.0, 0.002) == 125  # the 250 ms minimum
+    # A 90% duty: 9x the overhead, 180 ms of launches (given a 20 ms minimum).
+    assert er.reps_for(0.020, 0.002, duty=0.9, min_kernel_s=0.02) == 90
     assert er.reps_for(0.5, 0.001) == 1500  # capped: the call at most 2 s
     with pytest.raises(er.UserError):
         er.reps_for(0.01, 0.001, duty=1.0)

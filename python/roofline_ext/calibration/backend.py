@@ -45,6 +45,9 @@ class Backend(Protocol):
     def energy_counter(self, device: int, dev: Any) -> Any: ...
     def energy_workload(self, device: int, dev: Any, key: str, spec: Mapping[str, Any], *,
                         clock: Callable[[], float] = ...) -> Any: ...
+    # Optional (without it no library peer is measured): one library product as an energy workload.
+    def energy_peer_workload(self, device: int, dev: Any, key: str, spec: Mapping[str, Any], *,
+                             clock: Callable[[], float] = ...) -> Any: ...
 
 
 class NativeBackend:
@@ -145,6 +148,22 @@ class NativeBackend:
                                 clock=clock)
         return compute_workload(native, device, spec["precision"], spec["path"], config=spec.get("config"),
                                 clock=clock)
+
+    def energy_peer_workload(self, device: int, dev: Any, key: str, spec: Mapping[str, Any], *,
+                             clock: Callable[[], float] = time.perf_counter) -> Any:
+        """One library peer (``measure/energy_peers.py``) as ``calibration.energy_phase.peer_plan``
+        chose it. Needs torch with CUDA; without it the peer is unsupported, saying why (the floor
+        then rests on the own kernels alone, and the calibration says so per peer)."""
+        from ..measure.energy_peers import peer_workload
+        from ..measure.energy_workload import Unsupported
+
+        try:
+            import torch
+        except ImportError as exc:
+            raise Unsupported(f"{spec['name']}: torch is not installed ({exc})") from None
+        if not torch.cuda.is_available():
+            raise Unsupported(f"{spec['name']}: torch sees no CUDA GPU (a CPU-only torch build?)")
+        return peer_workload(torch, device, key, gemm_n=int(spec["gemm_n"]), nbytes=int(spec["nbytes"]), clock=clock)
 
     def sustained_runner(self, device: int, family: str, burst: Mapping[str, Any], dev: Any) -> Callable[[int], Any]:
         """``run_once(reps) -> figure`` for one unit family: the burst winner's kernel and configuration,

@@ -16,8 +16,16 @@ is quick or its sustained phase does not run, when the caller asks (``calibrate(
 read (no ``nvidia-ml-py``, no NVML, a GPU without the counter). Nothing is ever filled in: a unit
 that cannot run says why.
 
-Python decides here what to run (:func:`plan`, pure); the backend runs it
-(``energy_counter`` / ``energy_workload``, see ``calibration/backend.py``), so tests hand in fakes.
+After the own kernels, the library peers are measured the same way (``energy.peers``, per key a
+list: cuBLAS TF32/FP16/BF16 GEMMs through ``torch.matmul``, torch ``sum`` / ``fill_`` / ``copy_``
+for HBM read / write / copy; ``measure/energy_peers.py``), where the backend can run them (its
+``energy_peer_workload``; the native backend needs torch with CUDA, and says so per peer when it
+has none). An energy floor is built on the lowest figure of each unit, own or library
+(``model/energy.py``): on the H200 the own kernels alone left eight L1 references below their floor.
+
+Python decides here what to run (:func:`plan`, :func:`peer_plan`, pure); the backend runs it
+(``energy_counter`` / ``energy_workload`` / ``energy_peer_workload``, see
+``calibration/backend.py``), so tests hand in fakes.
 The section is plain JSON; ``model/energy.py`` (``EnergyCosts.from_calibration``) turns it into the
 costs an energy floor is built on, and ``peaks/record.py`` reads it typed.
 """
@@ -29,11 +37,12 @@ from typing import Any, Callable, Mapping, Sequence
 from ..measure.compute import PRECISIONS
 from ..measure.energy import MIN_WINDOW_S, EnergyCounterError, probe_counter
 from ..measure.energy_kernels import HBM_PATTERNS, own_buffer_bytes
+from ..measure.energy_peers import peer_names
 from ..measure.energy_workload import LAG_TARGET, WorkloadRun, measure_workload, telemetry_fields
 from ..peaks.units import UNITS, short_label
 
-__all__ = ["ENERGY_KEYS", "COMPUTE_ENERGY_KEYS", "HBM_ENERGY_KEYS", "ESTIMATED_ITEM_S", "estimated_s", "plan",
-           "skipped", "energy_phase", "UNCERTAINTY_RULE"]
+__all__ = ["ENERGY_KEYS", "COMPUTE_ENERGY_KEYS", "HBM_ENERGY_KEYS", "ESTIMATED_ITEM_S", "PEER_GEMM_N", "estimated_s",
+           "plan", "peer_plan", "skipped", "energy_phase", "UNCERTAINTY_RULE"]
 
 #: The precisions with an energy per FLOP, in the units registry's order (as ``model/energy.py``
 #: keys its costs), and the HBM patterns with an energy per byte moved.
@@ -44,16 +53,20 @@ ENERGY_KEYS = COMPUTE_ENERGY_KEYS + HBM_ENERGY_KEYS
 #: 3 s; the benchmark's own units took 4 to 6 s each on the H200), for the budget and progress bar.
 ESTIMATED_ITEM_S = 6.0
 _IDLE_S = MIN_WINDOW_S
+#: The library GEMM peers' size: n x n x n (issue 27's cuBLAS figures were 8192^3).
+PEER_GEMM_N = 8192
 #: What every figure's ``uncertainty`` is (measure/energy.py, ``window_uncertainty``): a bound on
 #: reading the counter, not the sensor's accuracy nor run-to-run variation.
 UNCERTAINTY_RULE = ("counter-reading bound: (resolution + power x min(poll gap, update interval)) per window edge "
                     "pair, plus the idle power's own bound x the window, over the calls; not the sensor's accuracy")
 
 
-def estimated_s(keys: Sequence[str] = ENERGY_KEYS, window_s: float = MIN_WINDOW_S) -> float:
+def estimated_s(keys: Sequence[str] = ENERGY_KEYS, window_s: float = MIN_WINDOW_S, *, peers: bool = True) -> float:
     """What the phase should cost, in wall seconds (the budget takes it off the sustained window):
-    a window longer than the shortest adds its extra seconds per unit."""
-    return _IDLE_S + 0.5 + (ESTIMATED_ITEM_S + max(0.0, window_s - MIN_WINDOW_S)) * len(keys)
+    a window longer than the shortest adds its extra seconds per unit; ``peers``: with the library
+    peers of those units."""
+    items = len(keys) + (sum(len(peer_plan(k, None)) for k in keys) if peers else 0)
+    return _IDLE_S + 0.5 + (ESTIMATED_ITEM_S + max(0.0, window_s - MIN_WINDOW_S)) * items
 
 
 def skipped(reason: str) -> dict[str, Any]:
@@ -108,11 +121,20 @@ def plan(entries: Mapping[str, Mapping[str, Any]], unsupported: Mapping[str, str
     return out
 
 
-def _figure(key: str, spec: Mapping[str, Any] | str, run: WorkloadRun | None) -> dict[str, Any]:
+def peer_plan(key: str, l2_bytes: int | None) -> list[dict[str, Any]]:
+    """The library peers to measure beside an energy key's own kernel (specs for the backend's
+    ``energy_peer_workload``): the HBM ones on buffers of the own kernels' size, so both move the
+    same bytes; [] for a unit without one (fp64, fp32, fp8, int8)."""
+    nbytes = own_buffer_bytes(l2_bytes)
+    return [{"kind": "peer", "key": key, "name": name, "gemm_n": PEER_GEMM_N, "nbytes": nbytes}
+            for name in peer_names(key, gemm_n=PEER_GEMM_N, nbytes=nbytes)]
+
+
+def _figure(key: str, spec: Mapping[str, Any] | str, run: WorkloadRun | None, origin: str = "own") -> dict[str, Any]:
     """One unit's energy entry: what ran, its status, J per unit above idle and in total with the
     uncertainty, and what the counter and the telemetry saw during its window."""
     per = _per(key)
-    out: dict[str, Any] = {"key": key, "label": _label(key), "per": per, "unit": f"J/{per}", "origin": "own"}
+    out: dict[str, Any] = {"key": key, "label": _label(key), "per": per, "unit": f"J/{per}", "origin": origin}
     if isinstance(spec, str) or run is None:
         out.update(status="unsupported", reason=str(spec))
         return out
@@ -181,9 +203,13 @@ def _measure(backend: Any, device: int, dev: Any, reader: Any, entries: Mapping[
              unsupported: Mapping[str, str], keys: Sequence[str], progress: Callable[[float, str], None] | None,
              clock: Callable[[], float], sleep: Callable[[float], None], window_s: float, lag_target: float,
              idle_s: float) -> tuple[dict[str, Any], list[str]]:
+    peer_of = getattr(backend, "energy_peer_workload", None)
+    peers = {k: peer_plan(k, getattr(dev, "l2_bytes", None)) for k in keys} if peer_of is not None else {}
+    items = len(keys) + sum(len(v) for v in peers.values())
+
     def say(done: float, what: str) -> None:
         if progress is not None:
-            progress(done / (len(keys) + 1), what)
+            progress(done / (items + 1), what)
 
     say(0, "idle power and the energy counter")
     try:
@@ -209,22 +235,34 @@ def _measure(backend: Any, device: int, dev: Any, reader: Any, entries: Mapping[
         "entries": {},
     }
     warnings: list[str] = []
-    todo = plan(entries, unsupported, getattr(dev, "l2_bytes", None), keys)
-    for i, key in enumerate(keys):
-        spec = todo[key]
-        say(i + 1, f"energy per {_per(key)} of {_label(key)}")
+
+    def measured(key: str, spec: Mapping[str, Any] | str, workload_of: Callable[..., Any], origin: str) -> dict[str, Any]:
         run = None
         if not isinstance(spec, str):
             def setup(s: Mapping[str, Any] = spec, k: str = key) -> Any:
-                return backend.energy_workload(device, dev, k, s, clock=clock)
+                return workload_of(device, dev, k, s, clock=clock)
 
             run = measure_workload(setup, reader=reader, name=spec["name"],
                                    clock=clock, sleep=sleep, window_s=window_s, lag_target=lag_target, idle_s=idle_s,
                                    telemetry=lambda: backend.sampling(device))
-        figure = _figure(key, spec, run)
-        section["entries"][key] = figure
+        figure = _figure(key, spec, run, origin)
         if figure["status"] not in ("ok", "unsupported"):
-            warnings.append(f"energy {figure['label']}: {figure['status']}: {figure['reason']}")
+            what = figure["label"] if origin == "own" else figure.get("source") or figure["label"]
+            warnings.append(f"energy {what}: {figure['status']}: {figure['reason']}")
+        return figure
+
+    todo = plan(entries, unsupported, getattr(dev, "l2_bytes", None), keys)
+    for i, key in enumerate(keys):
+        say(i + 1, f"energy per {_per(key)} of {_label(key)}")
+        section["entries"][key] = measured(key, todo[key], backend.energy_workload, "own")
+    done = len(keys)
+    if peer_of is not None:
+        section["peers"] = {}
+        for key, specs in peers.items():
+            for spec in specs:
+                done += 1
+                say(done, f"energy of {spec['name']}")
+                section["peers"].setdefault(key, []).append(measured(key, spec, peer_of, "library"))
     ok = [k for k, f in section["entries"].items() if f["status"] == "ok"]
     if not ok:
         section["status"] = "failed"

@@ -404,7 +404,8 @@ def calibrate(device: int = 0, *, quick: bool = False, sustained_s: float = DEFA
     # Rough seconds per step, only for the progress bar (and, for energy, the budget).
     weights = {"bw": 3.0 if quick else 14.0, "prec": 1.5 if quick else 3.0, "sus": float(sustained_s) + 2.0,
                "smem": 0.0 if quick else 1.0,
-               "energy": estimated_s(window_s=energy_window_s or MIN_WINDOW_S) if measure_energy else 0.0}
+               "energy": estimated_s(window_s=energy_window_s or MIN_WINDOW_S,
+                                     peers=hasattr(backend, "energy_peer_workload")) if measure_energy else 0.0}
     weights["link"] = 1.0 if hasattr(backend, "measure_hostlink") else 0.0
     total = (weights["bw"] + weights["smem"] + weights["link"] + weights["prec"] * len(precs)
              + weights["sus"] * len(families) + weights["energy"])

@@ -66,6 +66,7 @@ CEILING_MARGIN = 1.10
 MAX_J_PER_UNIT = 1e-6
 
 _ENERGY_ENTRY = {"status": str, "reason": str, "label": str, "per": str, "unit": str, "source": str, "path": str,
+                 "origin": str,
                  "j_per_unit": NUMBER, "j_total_per_unit": NUMBER, "uncertainty": NUMBER,
                  "relative_uncertainty": NUMBER, "power_w": NUMBER, "idle_w": NUMBER, "window_s": NUMBER,
                  "resolution_j": NUMBER, "update_interval_s": NUMBER, "sm_clock_mhz": NUMBER,
@@ -85,7 +86,7 @@ SHAPE = {
     "hostlink": {"h2d": {"value": NUMBER, "cv": NUMBER, "label": str},
                  "d2h": {"value": NUMBER, "cv": NUMBER, "label": str}, "link": {}},
     "datasheet": {"peaks": {"*": NUMBER}},
-    "energy": {"status": str, "reason": str, "entries": {"*": _ENERGY_ENTRY},
+    "energy": {"status": str, "reason": str, "entries": {"*": _ENERGY_ENTRY}, "peers": {"*": [_ENERGY_ENTRY]},
                "idle": {"power_w": NUMBER, "uncertainty_w": NUMBER, "window_s": NUMBER},
                "counter": {"update_interval_s": NUMBER, "resolution_j": NUMBER}},
     "timing": {"total_s": NUMBER, "budget_s": NUMBER, "burst_s": NUMBER, "sustained_s": NUMBER}, "warnings": [str],
@@ -165,15 +166,18 @@ def _energy_problem(section: Any) -> str | None:
     finite non-negative uncertainty (a free or infinite unit would make every floor meaningless)."""
     if not isinstance(section, dict):
         return None
-    for key, e in (section.get("entries") or {}).items():
+    figures = [(f"energy.entries.{key}", e) for key, e in (section.get("entries") or {}).items()]
+    figures += [(f"energy.peers.{key}.{i}", e) for key, peers in (section.get("peers") or {}).items()
+                for i, e in enumerate(peers if isinstance(peers, list) else [])]
+    for where, e in figures:
         if not isinstance(e, dict) or e.get("status") != "ok":
             continue
         j = e.get("j_per_unit")
         if not _is_peak(j) or j > MAX_J_PER_UNIT:
-            return f"energy.entries.{key}.j_per_unit is {j!r}, not a finite positive energy per unit of work"
+            return f"{where}.j_per_unit is {j!r}, not a finite positive energy per unit of work"
         u = e.get("uncertainty")
         if not (isinstance(u, (int, float)) and not isinstance(u, bool) and math.isfinite(u) and u >= 0):
-            return f"energy.entries.{key}.uncertainty is {u!r}, not a finite non-negative number"
+            return f"{where}.uncertainty is {u!r}, not a finite non-negative number"
     return None
 
 
@@ -461,6 +465,8 @@ class EnergyEntry:
     per: str | None = None
     source: str | None = None
     path: str | None = None
+    #: "own" (the tool's kernel) or "library" (a library product measured beside it).
+    origin: str | None = None
     j_per_unit: float | None = None
     j_total_per_unit: float | None = None
     uncertainty: float | None = None
@@ -484,7 +490,7 @@ class EnergyEntry:
                    "temperature_c", "kernel_duty")
         reasons = doc.get("throttle_reasons")
         fields: dict[str, Any] = {k: _number(doc.get(k)) for k in numbers}
-        fields.update({k: _text(doc.get(k)) for k in ("status", "reason", "label", "per", "source", "path")})
+        fields.update({k: _text(doc.get(k)) for k in ("status", "reason", "label", "per", "source", "path", "origin")})
         return cls(key=key, **fields,
                    throttle_reasons=tuple(r for r in reasons if isinstance(r, str)) if isinstance(reasons, list) else (),
                    doc=doc)
@@ -506,7 +512,8 @@ class EnergySection:
     """The calibration's ``energy`` section: ``status`` "measured" (some unit counted), "failed"
     (none did) or "skipped" (``reason`` says why: a quick run, --no-energy, no counter, ...); the
     idle power and its uncertainty, the counter's update interval and resolution as measured on the
-    idle card, and every unit's :class:`EnergyEntry`."""
+    idle card, every unit's :class:`EnergyEntry` of the tool's own kernel, and (``peers``, empty for
+    a calibration made before they were measured) the library products measured beside them."""
 
     status: str | None = None
     reason: str | None = None
@@ -515,22 +522,29 @@ class EnergySection:
     update_interval_s: float | None = None
     resolution_j: float | None = None
     entries: Mapping[str, EnergyEntry] = field(default_factory=lambda: _EMPTY)
+    peers: Mapping[str, tuple[EnergyEntry, ...]] = field(default_factory=lambda: _EMPTY)
     doc: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, repr=False)
 
     @classmethod
     def read(cls, doc: Mapping[str, Any]) -> EnergySection:
         idle, counter = _object(doc.get("idle")), _object(doc.get("counter"))
+        peers = {str(k): tuple(EnergyEntry.read(str(k), _object(e)) for e in v if isinstance(e, dict))
+                 for k, v in _object(doc.get("peers")).items() if isinstance(v, list)}
         return cls(status=_text(doc.get("status")), reason=_text(doc.get("reason")),
                    idle_w=_number(idle.get("power_w")), idle_uncertainty_w=_number(idle.get("uncertainty_w")),
                    update_interval_s=_number(counter.get("update_interval_s")),
                    resolution_j=_number(counter.get("resolution_j")),
                    entries=MappingProxyType({str(k): EnergyEntry.read(str(k), _object(e))
                                              for k, e in _object(doc.get("entries")).items() if isinstance(e, dict)}),
-                   doc=doc)
+                   peers=MappingProxyType(peers), doc=doc)
 
     def counted(self) -> dict[str, EnergyEntry]:
-        """The entries an energy floor may be built on, by key."""
+        """The own kernels' entries an energy floor may be built on, by key."""
         return {k: e for k, e in self.entries.items() if e.counted}
+
+    def counted_peers(self) -> list[EnergyEntry]:
+        """The library peers' figures that counted (measured, output checked, resolved)."""
+        return [e for peers in self.peers.values() for e in peers if e.counted]
 
 
 # --- the record -----------------------------------------------------------------------------------

@@ -152,30 +152,35 @@ def _energy_at(e: EnergyEntry) -> str | None:
 def energy_rows(cal: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per unit of the calibration's energy part, as strings: energy per unit above idle with
     its uncertainty, the whole board's, the power during the window against idle, the clocks and
-    reasons seen, the window, and the kernel; a unit that did not count says why. Empty when the
-    calibration has no energy part or skipped it (:func:`energy_notes` says so)."""
+    reasons seen, the window, and the kernel; a unit that did not count says why. Each unit's
+    library peers follow its row (label "<unit> (library)"). Empty when the calibration has no
+    energy part or skipped it (:func:`energy_notes` says so)."""
     section = CalibrationRecord.read(cal).energy
     if section is None:
         return []
     rows = []
     for key, e in section.entries.items():
-        row: dict[str, Any] = {"key": key, "label": e.label or key, "above_idle": None, "total": None,
-                               "power": None, "at": None, "window": None, "kernel": e.source}
-        if not e.counted:
-            row["above_idle"] = e.status or "not measured"
-            row["kernel"] = f"{e.source + ': ' if e.source else ''}{e.reason or 'no reason recorded'}"
-            rows.append(row)
-            continue
-        rel = e.relative_uncertainty
-        row["above_idle"] = (_pj(e.j_per_unit, e.per) or "-") + (f" ±{rel:.1%}" if rel is not None else "")
-        row["total"] = _pj(e.j_total_per_unit, e.per)
-        if e.power_w is not None:
-            row["power"] = f"{e.power_w:.0f} W" + (f" (idle {e.idle_w:.0f})" if e.idle_w is not None else "")
-        row["at"] = _energy_at(e)
-        if e.window_s is not None:
-            row["window"] = f"{e.window_s:.2f} s" + (f", kernels {e.kernel_duty:.0%}" if e.kernel_duty is not None else "")
-        rows.append(row)
+        rows.append(_energy_row(key, e, e.label or key))
+        rows += [_energy_row(key, p, f"{e.label or key} (library)") for p in section.peers.get(key, ())]
     return rows
+
+
+def _energy_row(key: str, e: EnergyEntry, label: str) -> dict[str, Any]:
+    row: dict[str, Any] = {"key": key, "label": label, "above_idle": None, "total": None,
+                           "power": None, "at": None, "window": None, "kernel": e.source}
+    if not e.counted:
+        row["above_idle"] = e.status or "not measured"
+        row["kernel"] = f"{e.source + ': ' if e.source else ''}{e.reason or 'no reason recorded'}"
+        return row
+    rel = e.relative_uncertainty
+    row["above_idle"] = (_pj(e.j_per_unit, e.per) or "-") + (f" ±{rel:.1%}" if rel is not None else "")
+    row["total"] = _pj(e.j_total_per_unit, e.per)
+    if e.power_w is not None:
+        row["power"] = f"{e.power_w:.0f} W" + (f" (idle {e.idle_w:.0f})" if e.idle_w is not None else "")
+    row["at"] = _energy_at(e)
+    if e.window_s is not None:
+        row["window"] = f"{e.window_s:.2f} s" + (f", kernels {e.kernel_duty:.0%}" if e.kernel_duty is not None else "")
+    return row
 
 
 def energy_notes(cal: Mapping[str, Any]) -> list[str]:
@@ -195,6 +200,12 @@ def energy_notes(cal: Mapping[str, Any]) -> list[str]:
         lines.append(f"energy counter (NVML, whole board): steps every {section.update_interval_s * 1e3:.0f} ms, "
                      f"resolution {section.resolution_j * 1e3:.0f} mJ, both measured on the idle card; ± is the "
                      "counter-reading bound over the window, not the sensor's accuracy")
+    if section.peers:
+        lines.append("energy floors (analyze --energy --energy-costs) take per unit the lowest figure that counted, "
+                     "the own kernel's or a library peer's")
+    else:
+        lines.append("energy: no library peers were measured (a calibration without torch, or made before them): "
+                     "the floors rest on the own kernels, and a library kernel may be more frugal")
     if section.status == "failed":
         lines.append(f"energy: {section.reason}")
     return lines
