@@ -581,7 +581,8 @@ class PeerBackend(EnergyBackend):
             return self.PEER_WORK[key], None
 
         return EnergyWorkload(call=call, call_s=self.PEER_S,
-                              check=lambda: "destination differs from the source" if key in self.wrong else None)
+                              check=lambda: "destination differs from the source" if key in self.wrong else None,
+                              info={"hbm_bytes_per_call": 3e8} if key in ("tf32", "fp16", "bf16") else {})
 
 
 def peer_pj(key: str, watts: float) -> float:
@@ -619,6 +620,10 @@ def test_library_peers_are_measured_beside_the_own_kernels_and_the_floor_takes_t
     assert costs.require("bf16").origin == "own"  # the peer drew more: the own kernel's figure stands
     assert costs.require("hbm_write").origin == "own"  # the failed peer is not weighed in
     assert [c.origin for c in costs.considered["hbm_copy"]] == ["library", "own"]
+    # A GEMM peer's figure holds its bytes' energy too: the cost says how many, so the floor takes them out.
+    gemm = next(c for c in costs.considered["bf16"] if c.origin == "library")
+    assert gemm.bytes_per_unit == pytest.approx(3e8 / PeerBackend.PEER_WORK["bf16"])
+    assert costs.require("hbm_copy").bytes_per_unit == 0.0
     # A broken peer figure makes the file unusable, as a broken own figure does.
     doc = json.loads(path.read_text())
     doc["energy"]["peers"]["hbm_copy"][0]["j_per_unit"] = -1.0

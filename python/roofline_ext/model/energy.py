@@ -267,10 +267,15 @@ class EnergyCosts:
             why = "; ".join(f"{k}: {e.status}: {e.reason}" for k, e in section.entries.items()) or "no entries"
             raise UserError(f"{where} has no energy figure that counted ({why})")
         def cost(e: EnergyEntry, origin: str) -> EnergyCost:
+            # A library GEMM's figure holds the energy of the bytes it moved too (the floor takes them
+            # back out): its set-up recorded them per call (``info.hbm_bytes_per_call``).
+            info, work = e.doc.get("info"), e.doc.get("work_per_call")
+            moved = info.get("hbm_bytes_per_call") if isinstance(info, Mapping) else None
+            per = moved / work if isinstance(moved, (int, float)) and isinstance(work, (int, float)) and work > 0 else 0.0
             return EnergyCost(key=e.key, j_per_unit=_number(f"{e.key} energy per unit", e.j_per_unit),
                               uncertainty=_number(f"{e.key} energy uncertainty", e.uncertainty),
                               source=f"{e.source or e.key} (calibration {record.date or 'undated'})",
-                              origin=origin, j_total_per_unit=e.j_total_per_unit)
+                              origin=origin, j_total_per_unit=e.j_total_per_unit, bytes_per_unit=float(per))
 
         measured = [cost(e, "own") for e in counted.values()] + [cost(e, "library") for e in section.counted_peers()]
         return lowest_costs(measured, idle_w=section.idle_w)
