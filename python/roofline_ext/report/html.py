@@ -22,7 +22,6 @@ value was multiplied by before printing.
 """
 from __future__ import annotations
 
-import datetime as _dt
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from ..errors import UserError
 from ..inputs import read_json
 from ..model.roofs import RoofSet
 from ..schema import NUMBER, problem
+from ..timestamps import utc_now
 # The page's building blocks (html_parts.py); fmt and pct are also what callers import from here.
 from .html_parts import (Source, _ptr, _render_svg, _same_part, badge, cell, esc, fmt, num, num_span,  # noqa: F401
                          pct, table)
@@ -433,7 +433,7 @@ def render(sources: Sequence[Source], *, title: str = "roofline-ext report") -> 
     if fleets:
         page.parts.append("<h2>Fleet</h2>" + fleets)
     page.parts.append(tasks_section(sources))
-    now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+    now = utc_now()
     inputs = "".join(f"<li><code>{esc(s.label)}</code>: {esc(s.path)}</li>" for s in sources)
     from .._version import __version__
 

@@ -24,7 +24,6 @@ The probe costs the scheduler one INFO line ("closed before handshake completed"
 """
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import math
 import socket
@@ -37,6 +36,7 @@ from typing import Any, Mapping, Sequence
 
 from ..check.stragglers import DEFAULT_STRAGGLER_FRACTION, FleetReport, summarize_fleet
 from ..errors import UserError
+from ..timestamps import utc_now
 
 #: Seconds one check may take on a worker (start-up included) before its task gives up.
 DEFAULT_TASK_TIMEOUT_S = 120.0
@@ -141,7 +141,7 @@ def _synthetic_check(reason: str) -> dict[str, Any]:
     from ..check.result import CHECK_KIND, CHECK_SCHEMA_VERSION
 
     return {"schema_version": CHECK_SCHEMA_VERSION, "kind": CHECK_KIND, "host": socket.gethostname(),
-            "date": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+            "date": utc_now(),
             "package_version": __version__, "verdict": "UNKNOWN", "reason": reason, "exit_code": 6,
             "devices": [], "availability": {}}
 
@@ -264,7 +264,7 @@ def run_fleet(scheduler: str, *, tolerances: Sequence[str] = (), straggler_fract
             client.close()
     docs = [(r["check"], r.get("worker") or r["host"]) for r in got]
     summary = summarize_fleet(docs, straggler_fraction=straggler_fraction)
-    return FleetReport(f"dask://{scheduler}", _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+    return FleetReport(f"dask://{scheduler}", utc_now(),
                        summary, tuple(got), wall_s=round(time.monotonic() - t0, 3), workers=len(workers))
 
 
@@ -274,5 +274,5 @@ def fleet_from_dir(directory: str, *, straggler_fraction: float = DEFAULT_STRAGG
 
     docs, ignored = load_dir(directory)
     summary = summarize_fleet(docs, straggler_fraction=straggler_fraction, ignored=ignored)
-    return FleetReport(str(directory), _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+    return FleetReport(str(directory), utc_now(),
                        summary, tuple({"worker": src, "check": doc} for doc, src in docs))

@@ -13,6 +13,7 @@ from ...peaks.units import COMPUTE_UNITS, UNITS
 from ...errors import UserError
 
 _UNIT_HEADERS = {u.key: u.header for u in COMPUTE_UNITS}
+_RATE_UNITS = {u.key: u.rate_unit for u in COMPUTE_UNITS}
 
 _LEGEND = (
     "Dense peaks (no 2:4-sparse figures): TFLOP/s, INT8 in TOPS; bandwidth TB/s; memory GB.\n"
@@ -80,8 +81,7 @@ def _detail(sku: DatasheetPeaks, asked: str | None) -> str:
     ]
     for unit in UNITS:
         value = sku.peak(unit)
-        what = "TOPS" if unit == "int8" else "TFLOP/s"
-        shown = f"{value:g} {what}" if value is not None else "- (no such unit)"
+        shown = f"{value:g} {_RATE_UNITS[unit]}" if value is not None else "- (no such unit)"
         lines.append(f"  {_UNIT_HEADERS[unit]:<18} {shown}")
     lines += [
         f"  bandwidth          {sku.bandwidth_tbps:g} TB/s",
