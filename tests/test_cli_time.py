@@ -16,7 +16,7 @@ from roofline_ext import cli
 from roofline_ext.device.status import availability
 from roofline_ext.peaks.datasheet import lookup
 from roofline_ext.runner import timed as timed_analysis
-from roofline_ext.runner.scoring import sol_score
+from roofline_ext.model.scoring import sol_score
 from test_runner_fakes import GOOD, install_fake_backend, write
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

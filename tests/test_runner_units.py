@@ -17,7 +17,7 @@ from roofline_ext.errors import UserError
 from roofline_ext.report.progress import Progress
 from roofline_ext.report.summary import BatchWriter, batch_summary, summary_csv, summary_table
 from roofline_ext.runner.candidates import Candidate, match_candidates
-from roofline_ext.runner.scoring import below_floor, candidate_roofs, sol_score
+from roofline_ext.model.scoring import below_floor, candidate_roofs, sol_score
 from roofline_ext.runner.task_timing import check_correctness, make_inputs
 from roofline_ext.tasks.loading import load_task
 

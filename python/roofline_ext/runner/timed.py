@@ -7,7 +7,7 @@ counts it in this process as the first versions did, and ends in the same :func:
 so the two paths give results of one shape.
 
 An incorrect candidate gets no fraction and no score; a candidate below a floor is flagged on that
-roof and not scored (:mod:`roofline_ext.runner.scoring`).
+roof and not scored (:mod:`roofline_ext.model.scoring`).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 from .analyze import GpuChoice, analyze_task
 from ..errors import RooflineError
 from ..model.verdict import Verdict, clip_score
-from .scoring import candidate_roofs, reference_flags
+from ..model.scoring import candidate_roofs, reference_flags
 
 DEFAULT_TIMEOUT_S = 600.0
 
