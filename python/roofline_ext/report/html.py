@@ -33,7 +33,7 @@ from ..model.roofs import RoofSet
 from ..schema import NUMBER, problem
 from ..timestamps import utc_now
 # The page's building blocks (html_parts.py); fmt and pct are also what callers import from here.
-from .html_parts import (Source, _ptr, _render_svg, _same_part, badge, cell, esc, fmt, num, num_span,  # noqa: F401
+from .html_parts import (Source, json_pointer, render_svg, same_part, badge, cell, esc, fmt, num, num_span,  # noqa: F401
                          pct, table)
 
 #: The page may fetch nothing: no network, no other file. Inline style and the one inline script only.
@@ -169,7 +169,7 @@ def check_section(src: Source) -> str:
                    f"<span class='muted'>exit {esc(doc.get('exit_code'))}</span></h3>")
         out.append(f"<p>{esc(doc.get('reason'))}</p>")
         for i, d in enumerate(doc.get("devices") or []):
-            out.append(_check_device(src.label, base + _ptr("devices", i), d))
+            out.append(_check_device(src.label, base + json_pointer("devices", i), d))
     return "".join(out)
 
 
@@ -177,12 +177,12 @@ def _check_device(label: str, base: str, d: Mapping[str, Any]) -> str:
     rows = []
     for key, m in (d.get("metrics") or {}).items():
         comps = {c.get("against"): (j, c) for j, c in enumerate(m.get("comparisons") or [])}
-        r = [cell(f"{m.get('label')} ({m.get('unit')})"), num(label, base + _ptr("metrics", key, "value"), m.get("value"))]
+        r = [cell(f"{m.get('label')} ({m.get('unit')})"), num(label, base + json_pointer("metrics", key, "value"), m.get("value"))]
         for against in ("calibration", "reference"):
             if against in comps:
                 j, c = comps[against]
-                r.append(num(label, base + _ptr("metrics", key, "comparisons", j, "expected"), c.get("expected")))
-                r.append(num(label, base + _ptr("metrics", key, "comparisons", j, "ratio"), c.get("ratio"),
+                r.append(num(label, base + json_pointer("metrics", key, "comparisons", j, "expected"), c.get("expected")))
+                r.append(num(label, base + json_pointer("metrics", key, "comparisons", j, "ratio"), c.get("ratio"),
                              pct(c.get("ratio"))))
             else:
                 r += ['<td class="n">-</td>'] * 2
@@ -216,7 +216,7 @@ def _cal_rows(label: str, base: str, cal: Mapping[str, Any]) -> list[str]:
         s = found_s if found_s is not None and found_s.doc else SustainedEntry(key)
         if not b.doc and not s.doc:
             continue
-        bp, sp = base + _ptr("burst", "entries", key), base + _ptr("sustained", "entries", key)
+        bp, sp = base + json_pointer("burst", "entries", key), base + json_pointer("sustained", "entries", key)
         rows.append("".join([
             cell(peak_label(key)), num(label, bp + "/value", b.value),
             num(label, bp + "/cv", b.cv, pct(b.cv)),
@@ -231,7 +231,7 @@ def _cal_rows(label: str, base: str, cal: Mapping[str, Any]) -> list[str]:
     for key in ("h2d", "d2h"):
         e = link.direction(key) if link is not None else None
         if e is not None and link is not None:
-            p = base + _ptr("hostlink", key)
+            p = base + json_pointer("hostlink", key)
             rows.append("".join([cell(f"{e.label or key} (GB/s)"), num(label, p + "/value", e.value),
                                  num(label, p + "/cv", e.cv, pct(e.cv)), '<td class="n">-</td>',
                                  num(label, p + "/fraction_of_theoretical", e.fraction_of_theoretical,
@@ -248,7 +248,7 @@ def calibration_block(src: Source, base: str, cal: Mapping[str, Any], chart: str
     nums = [("max SM clock MHz", "max_sm_clock_mhz"), ("max memory clock MHz", "max_mem_clock_mhz"),
             ("power limit W", "power_limit_w"), ("SMs", "sm_count")]
     head = "".join(f"<tr><th>{esc(k)}</th>{cell(v)}</tr>" for k, v in facts)
-    head += "".join(f"<tr><th>{esc(k)}</th>{num(src.label, base + _ptr('gpu', f), gpu.get(f))}</tr>" for k, f in nums)
+    head += "".join(f"<tr><th>{esc(k)}</th>{num(src.label, base + json_pointer('gpu', f), gpu.get(f))}</tr>" for k, f in nums)
     note = f"<p class='muted'>NOTE: {esc(cal['fixture'])}</p>" if cal.get("fixture") else ""
     warn = "".join(f"<li>{esc(w)}</li>" for w in cal.get("warnings") or [])
     return (f"<h3>{esc(gpu.get('name'))} <span class='muted'>{esc(gpu.get('uuid'))}</span></h3>{note}"
@@ -270,7 +270,7 @@ def fleet_section(src: Source) -> str:
             for st in s.get("stragglers") or []:
                 nslow[str(st.get("metric"))] = nslow.get(str(st.get("metric")), 0) + 1
             for key, m in (s.get("metrics") or {}).items():
-                p = sp + _ptr("skus", sku, "metrics", key)
+                p = sp + json_pointer("skus", sku, "metrics", key)
                 rows.append("".join([cell(sku), cell(f"{m.get('label')} ({m.get('unit')})"), num(src.label, p + "/n", m.get("n")),
                                      num(src.label, p + "/median", m.get("median")), num(src.label, p + "/min", m.get("min")),
                                      num(src.label, p + "/max", m.get("max")),
@@ -290,10 +290,10 @@ def _fleet_gpus(label: str, sp: str, summary: Mapping[str, Any]) -> str:
     rows = []
     for i, g in enumerate(summary.get("gpus") or []):
         vals = g.get("values") or {}
-        p = sp + _ptr("gpus", i, "values")
+        p = sp + json_pointer("gpus", i, "values")
         rows.append("".join([cell(g.get("host")), cell("-" if g.get("index") is None else g["index"]),
                              cell(g.get("sku") or g.get("name") or "no GPU"), f"<td>{badge(g.get('verdict'))}</td>"]
-                            + [num(label, p + _ptr(m), vals.get(m)) for m in ("hbm_read", "hbm_copy", "bf16", "h2d")]
+                            + [num(label, p + json_pointer(m), vals.get(m)) for m in ("hbm_read", "hbm_copy", "bf16", "h2d")]
                             + [cell(", ".join(slow.get((g.get("uuid"), g.get("host"), g.get("index")), []))),
                                cell(g.get("reason"))]))
     frac = summary.get("straggler_fraction")
@@ -339,14 +339,14 @@ def calibration_chart(cal: Mapping[str, Any], analyses: Sequence[Mapping[str, An
     from .charts import calibration_roofs, calibration_subtitle, plot_roofline
 
     gpu = cal.get("gpu") or {}
-    tasks = _task_points(a for a in analyses if _same_part(a.get("gpu") or a.get("sku"), gpu.get("name")))
+    tasks = _task_points(a for a in analyses if same_part(a.get("gpu") or a.get("sku"), gpu.get("name")))
     roofs = calibration_roofs(cal)
 
     def draw(path: Path) -> None:
         plot_roofline(path, title=f"{gpu.get('name', 'GPU')}: measured vs datasheet roofline",
                       subtitle=calibration_subtitle(cal), tasks=tasks, **roofs)
 
-    return f"<figure>{_render_svg(draw, prefix)}</figure>"
+    return f"<figure>{render_svg(draw, prefix)}</figure>"
 
 
 def datasheet_chart(gpu_name: str, analyses: Sequence[Mapping[str, Any]], prefix: str,
@@ -368,7 +368,7 @@ def datasheet_chart(gpu_name: str, analyses: Sequence[Mapping[str, Any]], prefix
                       subtitle="no calibration of this GPU among the inputs: datasheet roofs only",
                       datasheet=datasheet, tasks=_task_points(analyses))
 
-    return f"<figure>{_render_svg(draw, prefix)}</figure>"
+    return f"<figure>{render_svg(draw, prefix)}</figure>"
 
 
 def _charts_available() -> str | None:
@@ -410,7 +410,7 @@ def _roofline_sections(page: _Page, no_charts: str | None) -> None:
     orphans: dict[str, list] = {}
     for t in analyses:
         name = t.get("gpu") or t.get("sku")
-        if name and not any(_same_part(name, c) for c in calibrated):
+        if name and not any(same_part(name, c) for c in calibrated):
             orphans.setdefault(str(name), []).append(t)
     for name, ts in orphans.items():
         page.parts.append(f"<h3>{esc(name)} (not calibrated)</h3>")

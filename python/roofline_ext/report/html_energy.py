@@ -30,7 +30,7 @@ from ..errors import UserError
 from ..measure.energy import EnergyMeasurement
 from ..model.energy import (BELOW_FLOOR_MESSAGE, COMPUTE_KEYS, LOWER_CLOCKS_NOTE, MEMORY_KEYS, EnergyCosts, EnergyFloor,
                             TaskEnergy, task_energy)
-from .html_parts import Source, _ptr, _render_svg, _same_part, cell, esc, num, num_span, pct, table
+from .html_parts import Source, json_pointer, render_svg, same_part, cell, esc, num, num_span, pct, table
 
 __all__ = ["CostsInput", "EnergyPoint", "energy_points", "calibration_energy", "benchmark_energy_section"]
 
@@ -75,7 +75,7 @@ def _calibration_costs(src: Source, base: str, cal: Mapping[str, Any]) -> CostsI
     entries = energy.get("entries") or {}
     idle = (energy.get("idle") or {}).get("power_w")
     return CostsInput(costs=costs, src=src.label, docs={k: entries[k] for k in costs.costs},
-                      pointers={k: base + _ptr("energy", "entries", k) for k in costs.costs},
+                      pointers={k: base + json_pointer("energy", "entries", k) for k in costs.costs},
                       idle=(base + "/energy/idle/power_w", idle) if idle is not None else None,
                       gpu=(cal.get("gpu") or {}).get("name"),
                       subtitle=f"the calibration's own kernels ({cal.get('date') or 'undated'})")
@@ -87,7 +87,7 @@ def _benchmark_costs(src: Source, base: str, doc: Mapping[str, Any]) -> CostsInp
     costs = EnergyCosts.from_dict(section)
     idle = section.get("idle_w")
     return CostsInput(costs=costs, src=src.label, docs={k: section["costs"][k] for k in costs.costs},
-                      pointers={k: base + _ptr("costs", "costs", k) for k in costs.costs},
+                      pointers={k: base + json_pointer("costs", "costs", k) for k in costs.costs},
                       idle=(base + "/costs/idle_w", idle) if idle is not None else None,
                       gpu=doc.get("gpu_name") or (doc.get("gpu") or {}).get("name"),
                       subtitle=f"energy benchmark of {doc.get('date') or 'an unknown date'}, lowest of own and "
@@ -104,7 +104,7 @@ def _variants(base: str, t: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
     """(chart label, pointer, energy object) of each measured variant (:func:`.energy_chart.measured_variants`)."""
     from .energy_chart import measured_variants
 
-    return [(label, base + ("/energy/reference" if i is None else _ptr("candidates", i, "energy")), e)
+    return [(label, base + ("/energy/reference" if i is None else json_pointer("candidates", i, "energy")), e)
             for label, i, e in measured_variants(t)]
 
 
@@ -118,7 +118,7 @@ def energy_points(sources: Sequence[Source], costs: CostsInput) -> tuple[list[En
         for base, t in src.analyses:
             gpu = t.get("gpu") or t.get("sku")
             energy = t.get("energy")
-            if not isinstance(energy, Mapping) or not costs.gpu or not _same_part(gpu, costs.gpu):
+            if not isinstance(energy, Mapping) or not costs.gpu or not same_part(gpu, costs.gpu):
                 continue
             name = str(t.get("task") or "task")
             measured = [(label, p, e) for label, p, e in _variants(base, t) if isinstance(e, Mapping) and not e.get("error")]
@@ -202,7 +202,7 @@ def energy_block(sources: Sequence[Source], ci: CostsInput, no_charts: str | Non
                                  tasks=[p.task for p in points])
 
         try:
-            chart = f"<figure>{_render_svg(draw, prefix())}</figure>"
+            chart = f"<figure>{render_svg(draw, prefix())}</figure>"
         except UserError as exc:
             chart = f"<p class='muted'>No chart: {esc(exc)}</p>"
     idle = (f"idle {num_span(ci.src, ci.idle[0], ci.idle[1])} W, paid per second and not included"

@@ -77,13 +77,14 @@ def table(headers: Sequence[str], rows: Iterable[str], cls: str = "") -> str:
     return f'<table class="{esc(cls)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def _ptr(*parts: Any) -> str:
+def json_pointer(*parts: Any) -> str:
+    """An RFC 6901 JSON pointer to the value at ``parts`` (each escaped): "/tasks/0/t_ref_ms"."""
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
 # --- charts -----------------------------------------------------------------------------------------
 
-def _same_part(a: str | None, b: str | None) -> bool:
+def same_part(a: str | None, b: str | None) -> bool:
     from ..peaks.datasheet import lookup, normalize_name
 
     if not a or not b:
@@ -103,7 +104,7 @@ def _svg_inline(svg: str, prefix: str) -> str:
     return re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}{m.group(1)}"', svg)
 
 
-def _render_svg(draw: Any, prefix: str) -> str:
+def render_svg(draw: Any, prefix: str) -> str:
     """Run ``draw(path)`` (a charts.py function writing .svg) and return the SVG for the page."""
     import matplotlib
 
