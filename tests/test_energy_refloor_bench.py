@@ -3,11 +3,12 @@ rebuilt against its own calibration every floor is as recorded; against the cali
 measured the library peers, no reference is below its floor; one-line errors."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+
+from benchmark_loader import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -18,10 +19,7 @@ WITH_PEERS = RESULTS / "calibration-energy-h200-2026-12-02-s13-peers-1.json"
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("energy_refloor", ROOT / "benchmarks" / "energy_refloor.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("energy_refloor.py")
 
 
 @pytest.fixture(scope="module")

@@ -3,11 +3,12 @@ from the second): the per-unit spread, the target verdict, and one-line errors."
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+
+from benchmark_loader import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -15,10 +16,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("energy_repeat", ROOT / "benchmarks" / "energy_repeat.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("energy_repeat.py")
 
 
 @pytest.fixture(scope="module")
