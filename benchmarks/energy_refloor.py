@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A recorded ``analyze --energy`` batch held against another calibration's energy costs.
 
-  python3 benchmarks/energy_refloor.py BATCH.json[.gz] CALIBRATION.json OUT.json [--top 10]
+  python3 benchmarks/energy_refloor.py BATCH.json[.gz] CALIBRATION.json OUT.json [--top 10] [--plot CHART.png]
 
 The measured energies stay as they were recorded; only the floor is rebuilt, with the package's
 own rule (``model/energy.py``: ``EnergyCosts.from_calibration``, ``energy_floor``, ``task_energy``)
@@ -13,7 +13,9 @@ comes out as recorded (the test holds it to that).
 
 Writes per task the floor (mJ above idle), the measured energy, the fraction of the floor, and
 whether it is below the floor (and beyond the uncertainties); then the counts and the tasks
-furthest above their floor. Exit status 0; 2 for unreadable input (one line).
+furthest above their floor. ``--plot``: the energy roofline (``report/energy_chart.py``) at those
+costs with every task's point over its rebuilt floor. Exit status 0; 2 for unreadable input (one
+line).
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ except ImportError:
 
 from roofline_ext.errors import UserError
 from roofline_ext.measure.energy import EnergyMeasurement
-from roofline_ext.model.energy import EnergyCosts, energy_floor, task_energy
+from roofline_ext.model.energy import EnergyCosts, TaskEnergy, energy_floor, task_energy
 
 
 def _read(path: str) -> Any:
@@ -39,8 +41,9 @@ def _read(path: str) -> Any:
     return json.loads(gzip.decompress(raw) if path.endswith(".gz") else raw)
 
 
-def refloor_task(task: Mapping[str, Any], costs: EnergyCosts) -> dict[str, Any] | None:
-    """One task's reference against ``costs``; None for a task with no measured energy or floor."""
+def task_point(task: Mapping[str, Any], costs: EnergyCosts) -> TaskEnergy | None:
+    """One task's measured reference over its floor rebuilt at ``costs``; None for a task with no
+    measured energy or no recorded floor."""
     energy = task.get("energy") or {}
     measured, recorded = energy.get("reference"), energy.get("floor")
     if not measured or measured.get("error") or not recorded:
@@ -50,7 +53,15 @@ def refloor_task(task: Mapping[str, Any], costs: EnergyCosts) -> dict[str, Any] 
                          dtype=unit, strict_fp32=unit == "fp32",
                          read_bytes=(task.get("input_bytes") or 0) + (task.get("param_bytes") or 0),
                          write_bytes=task.get("output_bytes"), t_min_s=recorded.get("t_min_s"))
-    te = task_energy(floor, EnergyMeasurement.from_dict(measured), label="reference")
+    return task_energy(floor, EnergyMeasurement.from_dict(measured), label=str(task.get("task") or "task"))
+
+
+def refloor_task(task: Mapping[str, Any], costs: EnergyCosts) -> dict[str, Any] | None:
+    """One task's row: its reference against ``costs``; None where :func:`task_point` has none."""
+    te = task_point(task, costs)
+    if te is None:
+        return None
+    measured, recorded, floor = task["energy"]["reference"], task["energy"]["floor"], te.floor
     return {"task": task.get("task"), "measured_mj": measured["j_per_call_above_idle"] * 1e3,
             "measured_relative_uncertainty": measured.get("relative_uncertainty"),
             "floor_mj": floor.e_min_j * 1e3, "recorded_floor_mj": recorded["e_min_j"] * 1e3,
@@ -78,15 +89,29 @@ def refloor(batch: Mapping[str, Any], calibration: Mapping[str, Any], top: int =
     }
 
 
+def _plot(batch: Mapping[str, Any], calibration: Mapping[str, Any], path: str) -> None:
+    from roofline_ext.report.energy_chart import plot_energy_roofline
+
+    costs = EnergyCosts.from_calibration(calibration)
+    points = [p for t in batch.get("tasks") or () if (p := task_point(t, costs)) is not None]
+    plot_energy_roofline(costs, path, title=f"{len(points)} references against their energy floors",
+                         subtitle=f"costs of the calibration of {calibration.get('date')}, lowest of own and library",
+                         tasks=points)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("batch", help="the JSON of one 'roofline-ext analyze ... --energy' (.gz read as gzip)")
     ap.add_argument("calibration", help="a calibration JSON with an energy section")
     ap.add_argument("out", help="where to write the JSON")
     ap.add_argument("--top", type=int, default=10, help="how many tasks to list at each end (10)")
+    ap.add_argument("--plot", metavar="CHART", help="also draw the energy roofline with every task (.png or .svg)")
     args = ap.parse_args(argv)
     try:
-        doc = refloor(_read(args.batch), _read(args.calibration), args.top)
+        batch, calibration = _read(args.batch), _read(args.calibration)
+        doc = refloor(batch, calibration, args.top)
+        if args.plot:
+            _plot(batch, calibration, args.plot)
     except (OSError, ValueError, KeyError, UserError) as exc:
         print(f"energy_refloor: error: {exc}", file=sys.stderr)
         return 2

@@ -497,3 +497,20 @@ def test_chart_refuses_a_bad_name_and_nothing_to_draw(tmp_path):
         plot_energy_roofline(issue_costs(), tmp_path / "energy.pdf", title="t")
     with pytest.raises(UserError, match="no energy costs"):
         plot_energy_roofline(EnergyCosts({}), tmp_path / "energy.png", title="t")
+
+
+def test_a_batch_chart_names_only_the_ends_and_every_task_below(tmp_path):
+    pytest.importorskip("matplotlib")
+    from roofline_ext.report.energy_chart import MAX_NAMED, plot_energy_roofline
+
+    # 30 tasks from 1.1x to 30x their floor, and one below it: 250 names on one chart cover each other.
+    tasks = [task_energy(_floor(), record(2.062 * (1.1 + i)), label=f"task{i:02d}") for i in range(30)]
+    tasks.append(task_energy(_floor(), record(0.9), label="below"))
+    text = plot_energy_roofline(issue_costs(), tmp_path / "batch.svg", title="t", tasks=tasks).read_text()
+    named = [t.label for t in tasks if f"{t.label}: " in text]
+    half = MAX_NAMED // 2
+    # Every point is drawn; names go to the furthest above, the nearest, and the one below.
+    assert all(f"energy:task:{t.label}" in text for t in tasks)
+    assert sorted(named) == sorted([f"task{i:02d}" for i in range(30 - half, 30)] +
+                                   [f"task{i:02d}" for i in range(half - 1)] + ["below"])
+    assert "BELOW it" in text

@@ -119,8 +119,9 @@ def energy_figure(costs: EnergyCosts, *, title: str, subtitle: str = "", tasks: 
                 ax.plot([ridge], [2 * e], marker="o", color=colour, markersize=4, zorder=4)
         else:
             ax.plot([], [], color=colour, linestyle=(0, (5, 3)), label=f"{_LABELS[key]} {e:.3g} pJ/FLOP ({c.source})")
+    named = _named(points)
     for t in points:
-        _draw_task(ax, t)
+        _draw_task(ax, t, named=id(t) in named)
     handles, _ = ax.get_legend_handles_labels()
     if compute:  # a calibration whose compute units all failed has memory lines only: no dashed key for them
         handles.append(Line2D([], [], color="#333333", linestyle=(0, (5, 3)), label="compute energy alone (dashed)"))
@@ -135,7 +136,24 @@ def energy_figure(costs: EnergyCosts, *, title: str, subtitle: str = "", tasks: 
     return fig
 
 
-def _draw_task(ax: Any, t: TaskEnergy) -> None:
+#: A batch's chart names this many tasks at most (the rest are unnamed points): half of them the
+#: furthest above their floor, half the nearest to it, and every task below its floor.
+MAX_NAMED = 12
+
+
+def _named(points: Sequence[TaskEnergy]) -> set[int]:
+    """Which points get a name beside them (by ``id``): all of them when few; otherwise every
+    task below its floor and the :data:`MAX_NAMED` at the two ends of the fraction of the floor,
+    where a reader looks (250 names on one chart cover each other)."""
+    if len(points) <= MAX_NAMED:
+        return {id(t) for t in points}
+    ranked = sorted((t for t in points if t.fraction), key=lambda t: t.fraction or 0.0)
+    half = MAX_NAMED // 2
+    chosen = ranked[:half] + ranked[-half:] + [t for t in points if t.below_floor]
+    return {id(t) for t in chosen}
+
+
+def _draw_task(ax: Any, t: TaskEnergy, *, named: bool = True) -> None:
     x = t.floor.arithmetic_intensity
     floor_y, y = t.floor.pj_per_flop, t.pj_per_flop
     if not (math.isfinite(x) and x > 0) or floor_y is None:
@@ -147,6 +165,8 @@ def _draw_task(ax: Any, t: TaskEnergy) -> None:
         ax.plot([x, x], [floor_y, y], color=colour, linewidth=0.8, zorder=4)
         ax.plot([x], [y], marker="o", color=colour, markersize=6, linestyle="none", zorder=6,
                 gid=f"energy:task:{t.label}")
+    if not named:
+        return
     # Measured over floor (the inverse of the fraction): "2.0x its floor" reads at a glance.
     ratio = f"{1 / t.fraction:.2g}x its floor" if t.fraction else "nothing measured above idle"
     flag = ", BELOW it" if t.below_floor else ""
