@@ -322,6 +322,11 @@ def section_tiny(b: Bench) -> dict[str, Any]:
         bare.append(timed_run(b.bare, b.env, timeout_s=b.remaining()))
         tiny.append(timed_run(b.tiny_cmd(), b.env, timeout_s=b.remaining()))
     failed = [r for r in bare + tiny if r["rc"] != 0]
+    # One more with --verbose, not among the measured: where a lone task's time goes (the pool's
+    # timeline: the fork server, the timing worker's setup and snapshot, the count, the job).
+    trace = b.runs / "tiny-verbose.stderr"
+    timed_run([*b.tiny_cmd(), "--verbose"], b.env, timeout_s=b.remaining(), stderr_path=trace)
+    timeline = timeline_lines(trace.read_text() if trace.exists() else "")
     mb = statistics.median(r["wall_s"] for r in bare)
     mt = statistics.median(r["wall_s"] for r in tiny)
     ratio = round(mt / mb, 3) if mb > 0 else None
@@ -333,7 +338,23 @@ def section_tiny(b: Bench) -> dict[str, Any]:
             "bare_walls_s": [r["wall_s"] for r in bare], "tiny_walls_s": [r["wall_s"] for r in tiny],
             "bare_median_s": mb, "tiny_median_s": mt, "ratio": ratio,
             "tiny_t_ref_ms": row.get("t_ref_ms"), "tiny_status": row.get("status"),
-            "failed_runs": failed, "verdict": v}
+            "failed_runs": failed, "verbose_timeline": timeline, "verdict": v}
+
+
+def timeline_lines(stderr: str) -> list[str]:
+    """``--verbose``'s timeline out of a run's stderr: the heading and the lines after it that
+    start with a time, as printed."""
+    lines = stderr.splitlines()
+    start = next((i for i, line in enumerate(lines) if "where the time went" in line), None)
+    if start is None:
+        return []
+    out = [lines[start]]
+    for line in lines[start + 1:]:
+        head = line.strip().split(" ", 1)[0]
+        if not head.replace(".", "", 1).isdigit():
+            break
+        out.append(line.rstrip())
+    return out
 
 
 def estimate(b: Bench, name: str, durations: Mapping[str, float]) -> float | None:

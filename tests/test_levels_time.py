@@ -108,6 +108,11 @@ for a in argv:
         break
     targets.append(Path(a))
 out = Path(argv[argv.index("--json") + 1])
+if "--verbose" in argv:  # the timeline as analyze prints it, then a line that is not part of it
+    print("roofline-ext: where the time went (s since the command started):\n"
+          "     0.70  Python started and roofline_ext imported; the pool starts\n"
+          "     1.20  count tiny: 0.10 s\n     1.50  workers and fork server stopped; the report follows\n"
+          "roofline-ext: analyzed 1 task(s)", file=sys.stderr)
 if len(targets) == 1 and targets[0].is_file():  # the tiny task: one result object
     out.write_text(json.dumps({"task": targets[0].stem, "status": "ok", "t_ref_ms": 0.01}))
     sys.exit(0)
@@ -178,8 +183,12 @@ def test_end_to_end_with_a_fake_analyze(lt, fake):
     assert all("--time" in c and "--no-progress" in c and "--json" in c for c in calls)
     assert "--trials" not in batch[1] and batch[2][batch[2].index("--trials") + 1] == "100"
     tiny_calls = [c for c in calls if c[0].endswith("tiny.py")]
-    assert len(tiny_calls) == 1 + 1 + 2  # the warm-up, the section's own warm-up, the measured runs
-    assert calls.index(batch[0]) == 4  # tiny runs first by default, then A, B and C back to back
+    # The warm-up, the section's own warm-up, the measured runs, and one with --verbose (not measured).
+    assert len(tiny_calls) == 1 + 1 + 2 + 1 and "--verbose" in tiny_calls[-1]
+    assert not any("--verbose" in c for c in tiny_calls[:-1])
+    assert tiny["verbose_timeline"][0].endswith("where the time went (s since the command started):")
+    assert [line.split()[0] for line in tiny["verbose_timeline"][1:]] == ["0.70", "1.20", "1.50"]
+    assert calls.index(batch[0]) == 5  # tiny runs first by default, then A, B and C back to back
     assert "x + 1" in Path(tiny_calls[0][0]).read_text()
 
 
