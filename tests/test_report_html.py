@@ -315,6 +315,20 @@ def energy_page(energy_inputs, tmp_path_factory):
     return _report(energy_inputs, tmp_path_factory, "energy")
 
 
+def test_a_calibration_with_library_peers_points_each_cost_at_the_figure_it_came_from(tmp_path_factory):
+    # The H200 calibration of session 13: torch's sum, fill_ and copy_ moved bytes for less than the
+    # own kernels, so those three costs are the peers' and their numbers must trace to energy.peers.
+    cal = H200_ENERGY.parent / "calibration-energy-h200-2026-12-02-s13-peers-1.json"
+    text = _report([cal], tmp_path_factory, "peers").read_text()
+    parser = _Numbers()
+    parser.feed(text)
+    _check_numbers(parser.found, {f"0:{cal.name}": json.loads(cal.read_text())})
+    for key in ("hbm_read", "hbm_write", "hbm_copy"):
+        assert f"/energy/peers/{key}/0/" in text, key
+    assert "/energy/entries/bf16/" in text and "/energy/peers/bf16/" not in text  # cuBLAS drew more
+    assert "torch copy_ 1 GiB float32" in text and "own kernels and library peers" in text
+
+
 def test_an_energy_floor_comes_back_from_its_json():
     from roofline_ext.errors import UserError
     from roofline_ext.model.energy import EnergyCosts, EnergyFloor, energy_floor

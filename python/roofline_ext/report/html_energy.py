@@ -69,16 +69,28 @@ class EnergyPoint:
 
 
 def _calibration_costs(src: Source, base: str, cal: Mapping[str, Any]) -> CostsInput:
-    """The costs of a calibration's energy section; ``UserError`` (the reason) when it has none."""
+    """The costs of a calibration's energy section; ``UserError`` (the reason) when it has none.
+    Each cost points at the figure it came from: the own kernel's entry, or the library peer's
+    (``energy.peers.<key>.<i>``) where that one was lower."""
     costs = EnergyCosts.from_calibration(cal)
     energy = cal.get("energy") or {}
-    entries = energy.get("entries") or {}
+    entries, peers = energy.get("entries") or {}, energy.get("peers") or {}
+    docs: dict[str, Any] = {}
+    pointers: dict[str, str] = {}
+    for k, c in costs.costs.items():
+        where: tuple[Any, ...] = ("energy", "entries", k)
+        doc = entries.get(k)
+        if c.origin == "library":
+            i = next((i for i, p in enumerate(peers.get(k) or ()) if p.get("j_per_unit") == c.j_per_unit), None)
+            if i is not None:
+                where, doc = ("energy", "peers", k, i), peers[k][i]
+        docs[k], pointers[k] = doc or {}, base + json_pointer(*where)
     idle = (energy.get("idle") or {}).get("power_w")
-    return CostsInput(costs=costs, src=src.label, docs={k: entries[k] for k in costs.costs},
-                      pointers={k: base + json_pointer("energy", "entries", k) for k in costs.costs},
+    kernels = "own kernels and library peers" if peers else "own kernels"
+    return CostsInput(costs=costs, src=src.label, docs=docs, pointers=pointers,
                       idle=(base + "/energy/idle/power_w", idle) if idle is not None else None,
                       gpu=(cal.get("gpu") or {}).get("name"),
-                      subtitle=f"the calibration's own kernels ({cal.get('date') or 'undated'})")
+                      subtitle=f"the calibration's {kernels}, the lowest of each unit ({cal.get('date') or 'undated'})")
 
 
 def _benchmark_costs(src: Source, base: str, doc: Mapping[str, Any]) -> CostsInput:
