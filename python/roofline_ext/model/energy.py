@@ -262,10 +262,11 @@ class EnergyCosts:
                             "run a full 'roofline-ext calibrate'")
         if section.status == "skipped":
             raise UserError(f"{where} measured no energy: {section.reason}")
-        counted = section.counted()
-        if not counted:
+        counted, peers = section.counted(), section.counted_peers()
+        if not counted and not peers:
             why = "; ".join(f"{k}: {e.status}: {e.reason}" for k, e in section.entries.items()) or "no entries"
             raise UserError(f"{where} has no energy figure that counted ({why})")
+
         def cost(e: EnergyEntry, origin: str) -> EnergyCost:
             # A library GEMM's figure holds the energy of the bytes it moved too (the floor takes them
             # back out): its set-up recorded them per call (``info.hbm_bytes_per_call``).
@@ -277,7 +278,7 @@ class EnergyCosts:
                               source=f"{e.source or e.key} (calibration {record.date or 'undated'})",
                               origin=origin, j_total_per_unit=e.j_total_per_unit, bytes_per_unit=float(per))
 
-        measured = [cost(e, "own") for e in counted.values()] + [cost(e, "library") for e in section.counted_peers()]
+        measured = [cost(e, "own") for e in counted.values()] + [cost(e, "library") for e in peers]
         return lowest_costs(measured, idle_w=section.idle_w)
 
 
