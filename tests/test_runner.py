@@ -291,6 +291,41 @@ def test_a_batch_counts_once_its_timing_worker_is_ready_and_a_lone_task_does_not
 
 
 @pytest.mark.slow
+def test_a_lone_tasks_one_timing_job_takes_no_snapshot_and_a_second_job_gets_a_worker_of_its_own(
+        tmp_path, capsys, monkeypatch):
+    # A lone task without ModelNew: one timing job, so its worker takes no state snapshot (nothing
+    # after it could meet what the task left) and goes after the job.
+    install_fake_backend(tmp_path, monkeypatch, compile_warm_up=False)
+    one = tmp_path / "one"
+    good_tasks(one, names=("1_a",), sizes=(8,))
+    rc, doc, err = _batch(capsys, one, tmp_path / "o.json", "--time", "--verbose")
+    assert rc == 0, err
+    ready = [e for e in _timeline(err) if "timing worker" in e and "ready" in e]
+    assert len(ready) == 1 and "one job, so no state snapshot" in ready[0] and "state snapshot 0" not in ready[0]
+    assert doc["tasks"][0]["status"] == "ok" and "worker_replaced" not in doc["tasks"][0]
+    # A ModelNew its text does not name (made at run time): the candidate still runs, in a timing
+    # worker of its own, and nothing says a worker was replaced.
+    made = tmp_path / "made"
+    made.mkdir()
+    (made / "1_made.py").write_text(GOOD.replace("{n}", "8") + '\nglobals()["Model" + "New"] = Model\n')
+    rc, doc, err = _batch(capsys, made, tmp_path / "m.json", "--time", "--verbose")
+    assert rc == 0, err
+    events = _timeline(err)
+    assert len([e for e in events if "timing worker" in e and "ready" in e]) == 2, events
+    task = doc["tasks"][0]
+    assert task["status"] == "ok" and task["candidates"][0]["correct"] is True, task
+    assert "worker_replaced" not in task and "worker_replaced" not in task["candidates"][0]
+    # Named in the text: a normal reused worker with its snapshot, for both jobs.
+    named = tmp_path / "named"
+    named.mkdir()
+    (named / "1_named.py").write_text(GOOD.replace("{n}", "8") + "\nModelNew = Model\n")
+    rc, doc, err = _batch(capsys, named, tmp_path / "n.json", "--time", "--verbose")
+    assert rc == 0, err
+    ready = [e for e in _timeline(err) if "timing worker" in e and "ready" in e]
+    assert len(ready) == 1 and "state snapshot" in ready[0] and "one job" not in ready[0]
+
+
+@pytest.mark.slow
 def test_timeout_applies_to_counting_without_time(tmp_path, capsys):
     hang = misbehaving_tasks(tmp_path, ("hang",))[0]
     t0 = time.monotonic()

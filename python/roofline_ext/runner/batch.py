@@ -158,7 +158,8 @@ def run_batch(paths: Sequence[str | os.PathLike], gpu: GpuChoice, opts: BatchOpt
         print(f"roofline-ext: note: {note}", file=sys.stderr)
     pool = Pool(jobs, backend=opts.backend or TIMING_BACKEND, fresh=opts.isolation == "fresh",
                 warm_up=len(task_paths) > 1, compile_warm_up=COMPILE_WARM_UP_FN if compiling else None,
-                energy_warm_up=ENERGY_WARM_UP_FN if opts.timing is not None and opts.timing.energy else None)
+                energy_warm_up=ENERGY_WARM_UP_FN if opts.timing is not None and opts.timing.energy else None,
+                one_job_timing=_one_timing_job(task_paths, opts))
     batch: _Batch | None = None
     age = process_age_s() if opts.verbose else None
     try:
@@ -173,6 +174,20 @@ def run_batch(paths: Sequence[str | os.PathLike], gpu: GpuChoice, opts: BatchOpt
     finally:
         if opts.verbose:
             print(timeline_text(pool.timeline, age, pool.elapsed_s()), file=sys.stderr)
+
+
+def _one_timing_job(paths: Sequence[Path], opts: BatchOptions) -> bool:
+    """Whether the run's GPU has exactly one job: a lone task's reference, with no ``--compile``
+    (its own job, and a per-worker warm-up), no ``--new`` and no ``ModelNew`` in the task's text.
+    Then its timing worker takes no state snapshot (Pool.one_job_timing: 0.5 s of a lone task's
+    start-up on the H200's host). A ``ModelNew`` the text does not name (made at run time) is still
+    timed, in a worker of its own."""
+    if opts.timing is None or len(paths) != 1 or opts.timing.compile or opts.candidates is not None:
+        return False
+    try:
+        return "ModelNew" not in paths[0].read_text(encoding="utf-8", errors="replace")
+    except OSError:  # the count says what is wrong with the file
+        return False
 
 
 def timeline_text(timeline: Sequence[tuple[float, str]], process_age: float | None, end_s: float) -> str:

@@ -192,15 +192,19 @@ class Pool:
     caches (:class:`.compiling.RunCaches`). ``energy_warm_up``: the same for ``--energy``
     (:func:`roofline_ext.measure.energy.warm_up`: NVML opened and the idle probe taken before the
     snapshot); with both, energy's runs first. ``hold_counts_s``: how long the counting jobs of a
-    batch may wait for a timing worker that is starting (0: never).
+    batch may wait for a timing worker that is starting (0: never). ``one_job_timing``: each timing
+    worker runs one job and goes (a lone task's single reference): it takes no state snapshot and
+    makes no checks after its job, since no later job could meet what that job left; a second
+    timing job gets a worker of its own.
     """
 
     def __init__(self, jobs: int | None = None, *, backend: str = GPU_BACKEND, cpu_backend: str = CPU_BACKEND,
                  fresh: bool = False, reuse_counting: bool = False, warm_up: bool = True,
                  setup_timeout_s: float = 300.0, start_timeout_s: float = 300.0,
                  compile_warm_up: str | None = None, energy_warm_up: str | None = None,
-                 hold_counts_s: float = HOLD_COUNTS_S) -> None:
+                 hold_counts_s: float = HOLD_COUNTS_S, one_job_timing: bool = False) -> None:
         self.jobs = max(1, jobs or default_jobs())
+        self.one_job_timing = one_job_timing
         self.backends = {"cpu": cpu_backend, "gpu": backend}
         self.fresh = fresh
         self.reuse_counting = reuse_counting and not fresh
@@ -453,6 +457,8 @@ class Pool:
         prepare = [fn for fn in (self.energy_warm_up, self.compile_warm_up) if fn]
         if lane and lane[0] == "gpu" and prepare:
             options["prepare"] = prepare
+        if lane and lane[0] == "gpu" and self.one_job_timing:
+            options["one_job"] = True
         # Their end stays open until the message that hands it over has gone (the outbox).
         self._control_send({"op": "fork", "token": w.token, "role": role, "options": options},
                            [theirs.fileno(), w.out.fileno()], theirs.close)
@@ -656,7 +662,8 @@ class Pool:
                 snap = reply.get("snapshot_s")
                 self._mark(f"{_lane_words(w.lane)} ready (setup {reply.get('seconds', 0.0):.2f} s"
                            + (": CUDA context, cuBLAS and the L2 flush buffer" if w.lane[0] == "gpu" else "")
-                           + (f"; its state snapshot {snap:.2f} s" if isinstance(snap, (int, float)) else "") + ")")
+                           + (f"; its state snapshot {snap:.2f} s" if isinstance(snap, (int, float)) else "")
+                           + ("; one job, so no state snapshot" if reply.get("one_job") else "") + ")")
                 if w.lane[0] == "gpu":
                     self.server_info.setdefault("devices", {})[w.lane[1]] = reply["value"]
             else:
@@ -679,8 +686,8 @@ class Pool:
         w.deadline = float("inf")
         if outcome.replaced:
             self._replace(w, job, outcome.replaced)
-        elif w.role == "once" or self.fresh:
-            self._retire(w)
+        elif w.role == "once" or self.fresh or (self.one_job_timing and w.lane is not None and w.lane[0] == "gpu"):
+            self._retire(w)  # a one-job timing worker made no checks: it never gets another job
 
     def _mark(self, what: str) -> None:
         self.timeline.append((time.monotonic() - self._t0, what))

@@ -13,7 +13,9 @@ Two roles:
     one after another. After each job it forgets what the job compiled (:func:`.compiling.reset`),
     compares the process with the snapshot taken before the first (:mod:`.state`) and asks the
     backend whether the GPU is still usable; any difference is sent with the reply as ``replace``
-    and the worker exits, so the runner starts a fresh one for the next job.
+    and the worker exits, so the runner starts a fresh one for the next job. With ``one_job`` (a
+    lone task's reference, ``Pool.one_job_timing``) it runs a single job and exits: no snapshot,
+    no checks, since no later job shares its process.
 
 A job is ``{"fn": "module:function", "kwargs": {...}}``; a reply is ``{"ok": True, "value": ...}``
 or ``{"ok": False, "kind": ..., "error": one line, "traceback": text}``, plus ``seconds``.
@@ -109,7 +111,8 @@ def serve_once(sock: socket.socket) -> None:
         send(run(channel.decode_job(frame)))
 
 
-def serve_persistent(sock: socket.socket, backend_name: str, device: Any, prepare: Sequence[str] = ()) -> None:
+def serve_persistent(sock: socket.socket, backend_name: str, device: Any, prepare: Sequence[str] = (),
+                     one_job: bool = False) -> None:
     send, run, recv, decode, forget, changes, check = (_sender(sock), run_job, channel.recv_frame, channel.decode_job,
                                                        _forget_compiled, process_state.changes, _backend_check)
     clock = time.perf_counter
@@ -125,6 +128,16 @@ def serve_persistent(sock: socket.socket, backend_name: str, device: Any, prepar
             setup["value"].setdefault("prepare", {})[step] = prep["value"] if prep["ok"] else {"error": prep["error"]}
     if not setup["ok"]:
         send(setup)
+        return
+    if one_job:
+        # A lone task's single job (Pool.one_job_timing): the pool retires this worker after it, so
+        # no later job can meet what it left, and a snapshot (0.5 s on the H200's host) and the
+        # checks after the job would guard nothing.
+        setup["one_job"] = True
+        send(setup)
+        frame = recv(sock)
+        if frame is not None:
+            send({**run(decode(frame)), "replace": []})
         return
     # The snapshot is part of the setup, before the worker says it is ready: the pool may hold the
     # counting workers back until then (Pool.hold_counts_s), so that it is not taken while they
@@ -180,7 +193,8 @@ def child_main(role: str, sock_fd: int, options: dict[str, Any]) -> None:
         if role == "once":
             serve_once(sock)
         else:
-            serve_persistent(sock, options["backend"], options.get("device"), options.get("prepare") or ())
+            serve_persistent(sock, options["backend"], options.get("device"), options.get("prepare") or (),
+                             one_job=bool(options.get("one_job")))
     except BaseException:  # the runner is gone, or a bug of ours: say so on the task's output
         traceback.print_exc()
         code = 70
