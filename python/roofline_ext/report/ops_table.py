@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from ..model.floors import ROOF_NAMES
+
 __all__ = ["ops_report", "TOP"]
 
 #: Rows per block by default.
 TOP = 15
-
-_ROOFS = ("datasheet", "derived", "measured")
 
 
 def _ms(v: Any) -> str:
@@ -49,7 +49,7 @@ def _bounds(result: Mapping[str, Any]) -> list[str]:
     unfused = result.get("unfused") or {}
     roofs = unfused.get("roofs") or {}
     rows = [("roof", "fused floor ms", "unfused bound ms", "fusion headroom")]
-    for name in _ROOFS:
+    for name in ROOF_NAMES:
         b = roofs.get(name)
         if b:
             h = b.get("fusion_headroom")

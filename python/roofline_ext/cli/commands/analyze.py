@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ...errors import UserError
+from ...model.floors import ROOF_NAMES
 from ...model.gpu import GpuChoice, resolve_gpu
 from ...model.verdict import JUDGE_MODES, Verdict, verdict_text
 from ...peaks.units import TASK_DTYPES, UNIT, task_dtype_name
@@ -552,7 +553,7 @@ def _roofs_table(result: Mapping[str, Any], timing: bool) -> list[str]:
     def pct(x: float | None) -> str:
         return "-" if x is None else f"{x:.0%}"
 
-    for name in ("datasheet", "derived", "measured"):
+    for name in ROOF_NAMES:
         roof = (result.get("roofs") or {}).get(name)
         if not roof:
             table.append((name,) + ("-",) * (len(header) - 2) + ("not available",))
