@@ -450,6 +450,10 @@ class Pool:
             w.deadline = time.monotonic() + self.setup_timeout_s
         return w
 
+    def _one_job(self, lane: Lane | None) -> bool:
+        """Whether the worker of ``lane`` runs a single job (``one_job_timing``: timing lanes only)."""
+        return self.one_job_timing and lane is not None and lane[0] == "gpu"
+
     def _spawn(self, role: str, lane: Lane | None) -> _Worker:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         w = _Worker(next(self._tokens), role, lane, ours, tempfile.TemporaryFile(), ready=role == "once")
@@ -457,7 +461,7 @@ class Pool:
         prepare = [fn for fn in (self.energy_warm_up, self.compile_warm_up) if fn]
         if lane and lane[0] == "gpu" and prepare:
             options["prepare"] = prepare
-        if lane and lane[0] == "gpu" and self.one_job_timing:
+        if self._one_job(lane):
             options["one_job"] = True
         # Their end stays open until the message that hands it over has gone (the outbox).
         self._control_send({"op": "fork", "token": w.token, "role": role, "options": options},
@@ -686,7 +690,7 @@ class Pool:
         w.deadline = float("inf")
         if outcome.replaced:
             self._replace(w, job, outcome.replaced)
-        elif w.role == "once" or self.fresh or (self.one_job_timing and w.lane is not None and w.lane[0] == "gpu"):
+        elif w.role == "once" or self.fresh or self._one_job(w.lane):
             self._retire(w)  # a one-job timing worker made no checks: it never gets another job
 
     def _mark(self, what: str) -> None:
