@@ -326,6 +326,37 @@ def test_a_lone_tasks_one_timing_job_takes_no_snapshot_and_a_second_job_gets_a_w
 
 
 @pytest.mark.slow
+def test_a_lone_tasks_reference_is_timed_while_it_is_counted_and_a_failed_count_still_says_why(
+        tmp_path, capsys, monkeypatch):
+    # A lone task's one reference job needs nothing from its count, so both start together: the
+    # count (its first FakeTensorMode imports torch._dynamo, about 2 s) and the timing overlap.
+    # The task sleeps 3 s when it is loaded, in the count and in the timing alike.
+    install_fake_backend(tmp_path, monkeypatch, compile_warm_up=False)
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    (slow / "1_slow.py").write_text("import time\ntime.sleep(3)\n" + GOOD.replace("{n}", "8"))
+    rc, doc, err = _batch(capsys, slow, tmp_path / "s.json", "--time", "--verbose")
+    assert rc == 0, err
+    ends = {e.split(":")[0]: (float(t), float(e.split(": ")[1].split()[0])) for t, e in
+            (line.split(None, 1) for line in err[err.index("where the time went"):].splitlines()[1:]
+             if line.strip()[:1].isdigit()) if e.startswith(("count ", "time "))}
+    (count_end, _), (time_end, time_s) = ends["count 1_slow"], ends["time 1_slow"]
+    assert time_end - time_s < count_end, ends  # the timing started before the count was done
+    task = doc["tasks"][0]
+    assert task["status"] == "ok" and task["t_ref_ms"] is not None and task["flops"] > 0, task
+    # The count fails (the forward reads a tensor's value) while the timing would work: the row is
+    # the count's error, and the timing's outcome adds nothing to it.
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "1_item.py").write_text(GOOD.replace("{n}", "8").replace(
+        "return torch.matmul", "_ = x.sum().item()\n        return torch.matmul"))
+    rc, doc, err = _batch(capsys, bad, tmp_path / "b.json", "--time")
+    task = doc["tasks"][0]
+    assert rc != 0 and task["status"] != "ok" and "cannot be counted without running it" in task["error"], task
+    assert "timing failed" not in task["error"]
+
+
+@pytest.mark.slow
 def test_timeout_applies_to_counting_without_time(tmp_path, capsys):
     hang = misbehaving_tasks(tmp_path, ("hang",))[0]
     t0 = time.monotonic()

@@ -286,24 +286,41 @@ class _Batch:
     def _count_and_time(self) -> None:
         """Counting and timing in one run of the pool: a task's timing jobs join its card's queue as
         soon as its count is in, so the GPU times the first tasks while the later ones are still
-        counted (issue 28; before, it waited for the last count). The counting workers go once the
-        last count is in: their memory is the timings' to use."""
+        counted (issue 28; before, it waited for the last count). A lone task's one reference job
+        (Pool.one_job_timing) needs nothing from its count, so it starts with it: the count (about
+        2 s, its first FakeTensorMode imports torch._dynamo) and the timing then overlap instead of
+        adding up. The counting workers go once the last count is in: their memory is the timings'
+        to use."""
         t = self._timing()
         counting = len(self.paths)
         waiting: dict[int, dict[str, Any]] = {}
-        for out in self.pool.run(self._count_jobs(), self._started):
+        early: list[Job] = []
+        if self.pool.one_job_timing:
+            waiting[0] = self._waiting([])
+            early = [self._reference_job(0, t.devices[0])]
+        for out in self.pool.run(self._count_jobs() + early, self._started):
             if out.job.fn != COUNT:
                 self._timing_part(out, waiting)
                 continue
             counting -= 1
+            i = out.job.key
             if self._counted(out):
-                i = out.job.key
-                device = t.devices[len(waiting) % len(t.devices)]  # a task's jobs stay on one card
                 cands = self._candidates(i)
-                waiting[i] = {"left": 1 + int(t.compile) + len(cands), "ref": None, "compiled": None,
-                              "cands": [None] * len(cands), "specs": cands}
-                for job in self._timing_jobs(i, device, cands):
+                if i in waiting:  # its reference started with the count: only the candidates are new
+                    w = waiting[i]
+                    w["left"] += len(cands)
+                    w["cands"], w["specs"] = [None] * len(cands), cands
+                    jobs = [self._candidate_job(i, k, c, t.devices[0]) for k, c in enumerate(cands)]
+                else:
+                    device = t.devices[len(waiting) % len(t.devices)]  # a task's jobs stay on one card
+                    waiting[i] = self._waiting(cands)
+                    jobs = self._timing_jobs(i, device, cands)
+                for job in jobs:
                     self.pool.add(job)
+                self._timing_part(None, waiting, i)  # a reference that came in first
+            elif i in waiting:  # the count failed and said why: the early timing has nothing to add
+                self.pool.cancel(functools.partial(_timing_job_of, i))
+                del waiting[i]
             if counting == 0:
                 self.pool.release_cpu()
         for i, w in waiting.items():
@@ -311,26 +328,34 @@ class _Batch:
                 self._emit(i, _error(self.paths[i], "lost", f"{self.paths[i]}: {w['left']} of its timing jobs never "
                                                             "reported"))
 
+    def _waiting(self, cands: list[Candidate]) -> dict[str, Any]:
+        """What a task's timing jobs have brought in so far, and how many are still to come."""
+        return {"left": 1 + int(self._timing().compile) + len(cands), "ref": None, "compiled": None,
+                "cands": [None] * len(cands), "specs": cands}
+
     def _timing_jobs(self, i: int, device: int, cands: list[Candidate]) -> list[Job]:
         jobs = [self._reference_job(i, device)]
         if self._timing().compile:
             jobs.append(self._compiled_job(i, device))
         return jobs + [self._candidate_job(i, k, c, device) for k, c in enumerate(cands)]
 
-    def _timing_part(self, out: Outcome, waiting: dict[int, dict[str, Any]]) -> None:
-        """One timing job's outcome; the task's row once all of its jobs are in."""
-        self._finished(out)
-        i, part = out.job.key
-        w = waiting[i]
-        if part == "ref":
-            w["ref"] = out
-        elif part == "compiled":
-            w["compiled"] = out
-        else:
-            w["cands"][part] = out
-        w["left"] -= 1
-        if w["left"] == 0:
-            self._emit(i, self._timed_result(i, w))
+    def _timing_part(self, out: Outcome | None, waiting: dict[int, dict[str, Any]], i: int | None = None) -> None:
+        """One timing job's outcome (``None``: none, task ``i``'s count just came in); the task's row
+        once its count and all of its timing jobs are in."""
+        if out is not None:
+            self._finished(out)
+            i, part = out.job.key
+            w = waiting[i]
+            if part == "ref":
+                w["ref"] = out
+            elif part == "compiled":
+                w["compiled"] = out
+            else:
+                w["cands"][part] = out
+            w["left"] -= 1
+        assert i is not None
+        if waiting[i]["left"] == 0 and i in self.counts and self.results[i] is None:
+            self._emit(i, self._timed_result(i, waiting[i]))
 
     def _candidates(self, i: int) -> list[Candidate]:
         if self.opts.candidates is not None:
@@ -559,3 +584,8 @@ class _IndexedAdder:
     def add(self, result: Mapping[str, Any]) -> None:
         self.writer.add(result, self.n)
         self.n += 1
+
+
+def _timing_job_of(i: int, job: Job) -> bool:
+    """Whether ``job`` is one of task ``i``'s timing jobs (key ``(i, part)``; a count's key is ``i``)."""
+    return job.fn != COUNT and job.key[0] == i
