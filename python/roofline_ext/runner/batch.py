@@ -195,12 +195,13 @@ def timeline_text(timeline: Sequence[tuple[float, str]], process_age: float | No
     started (the interpreter and the imports before the pool included, where the OS says how old
     the process is), then the end (the workers and the server stopped; the report follows)."""
     base = process_age or 0.0
-    lines = ["roofline-ext: where the time went (s since the command started):"]
-    if process_age is not None:
-        lines.append(f"  {process_age:7.2f}  Python started and roofline_ext imported; the pool starts")
-    lines += [f"  {base + t:7.2f}  {what}" for t, what in timeline]
-    lines.append(f"  {base + end_s:7.2f}  workers and fork server stopped; the report follows")
-    return "\n".join(lines)
+    events = [(base + t, what) for t, what in timeline]
+    if process_age is not None:  # in time order: a fork server started early comes before it
+        events.append((process_age, "Python started and roofline_ext imported; the pool is made"))
+    events.sort(key=lambda e: e[0])
+    events.append((base + end_s, "workers and fork server stopped; the report follows"))
+    return "\n".join(["roofline-ext: where the time went (s since the command started):"]
+                     + [f"  {t:7.2f}  {what}" for t, what in events])
 
 
 class _Batch:

@@ -182,4 +182,10 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    code = main(sys.argv)
+    # No interpreter teardown: with torch imported it takes a few tenths of a second, which every
+    # command waits for at its end (Pool.close waits for this process), and the server has nothing
+    # to flush or clean up once its workers are killed and reaped.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -44,7 +44,6 @@ process, whose ``close()`` (always run, ``with Pool(...)``) kills every worker w
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import selectors
 import signal
@@ -55,14 +54,13 @@ import tempfile
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import UserError
 from . import channel
 from .compiling import RunCaches
-from .forkserver import SYS_PATH_ENV
 from .jobs import CPU_BACKEND, GPU_BACKEND
+from .server_start import spawn_server, take_early
 
 OUTPUT_LIMIT = 64 << 10  # bytes of a task's output kept per job (the tail)
 _EOF_GRACE_S = 2.0  # how long a worker that closed its channel may take to exit before it is killed
@@ -249,25 +247,21 @@ class Pool:
         self.close()
 
     def start(self) -> None:
-        """Start the fork server; it imports torch while the caller goes on (ready is awaited at
-        the first job)."""
+        """Start the fork server, or take over the one the CLI started early (:mod:`.server_start`);
+        it imports torch while the caller goes on (ready is awaited at the first job)."""
         if self._server is not None:
             return
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self._server_err = tempfile.TemporaryFile()
-        env = _server_env()
-        if self._caches is not None:  # before torch is imported there, so every worker has them
-            env.update(self._caches.env(env))
-        self._server = subprocess.Popen(
-            [sys.executable, "-m", "roofline_ext.runner.forkserver", str(theirs.fileno())]
-            + ([] if self.warm_up else ["--no-warm-up"]),
-            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=self._server_err, start_new_session=True, env=env)
-        theirs.close()
-        self._ctl = ours
-        self._sel.register(ours, selectors.EVENT_READ, None)
-        self._mark("fork server started (it imports torch and counts a warm-up task)"
-                   if self.warm_up else "fork server started (it imports torch)")
+        extra = self._caches.env(dict(os.environ)) if self._caches is not None else None
+        server = take_early(self.warm_up, extra)
+        early = server is not None
+        if server is None:
+            # The caches before torch is imported there, so every worker has them.
+            server = spawn_server(self.warm_up, extra)
+        self._server, self._ctl, self._server_err = server.process, server.ctl, server.err
+        self._sel.register(server.ctl, selectors.EVENT_READ, None)
+        what = "fork server started (it imports torch and counts a warm-up task)" if self.warm_up else \
+            "fork server started (it imports torch)"
+        self._mark(what + (", before the pool, as the command began" if early else ""), at=server.started_at)
 
     def close(self) -> None:
         """Stop every worker and the server. Safe to call twice, and on the way out of Ctrl-C."""
@@ -693,8 +687,10 @@ class Pool:
         elif w.role == "once" or self.fresh or self._one_job(w.lane):
             self._retire(w)  # a one-job timing worker made no checks: it never gets another job
 
-    def _mark(self, what: str) -> None:
-        self.timeline.append((time.monotonic() - self._t0, what))
+    def _mark(self, what: str, at: float | None = None) -> None:
+        """One event of :attr:`timeline`, now or at ``at`` (``time.monotonic()``; may be before
+        this pool was made: a server started early)."""
+        self.timeline.append(((time.monotonic() if at is None else at) - self._t0, what))
 
     def elapsed_s(self) -> float:
         """Seconds since this pool was made (the clock of :attr:`timeline`)."""
@@ -783,18 +779,6 @@ class Pool:
         if w.exit_code is None or not w.closed or self._workers.pop(w.token, None) is None:
             return
         w.out.close()
-
-
-def _server_env() -> dict[str, str]:
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])  # the folder that holds roofline_ext
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    env[SYS_PATH_ENV] = json.dumps(sys.path)
-    # torch.cuda.is_available() (which torch itself may call while counting) initialises the CUDA
-    # driver unless told to ask NVML instead, and a driver initialised before fork() fails in every
-    # child: the timing workers are forked from this server, so the server must never initialise it.
-    env.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
-    return env
 
 
 def _parts_words(reply: dict[str, Any]) -> str:

@@ -199,17 +199,38 @@ def run(args: argparse.Namespace) -> int:
         args.time = True
     _check_run_options(args, paths, batch)
     _check_output_paths(args, paths)
-    gpu = resolve_gpu(args.gpu)
-    if args.time:
-        from ...device.status import require_measurement
+    from ...runner.server_start import discard_early
 
-        require_measurement(args.device)  # exit 3 with the reason, before any task runs
-    _need_torch(args)
-    if gpu.note:
-        print(f"roofline-ext: note: {gpu.note}", file=sys.stderr)
-    if batch:
-        return _run_batch(args, paths, gpu)
-    return _run_one(args, paths[0], gpu)
+    try:
+        _start_pool_early(args, paths)
+        gpu = resolve_gpu(args.gpu)
+        if args.time:
+            from ...device.status import require_measurement
+
+            require_measurement(args.device)  # exit 3 with the reason, before any task runs
+        _need_torch(args)
+        if gpu.note:
+            print(f"roofline-ext: note: {gpu.note}", file=sys.stderr)
+        if batch:
+            return _run_batch(args, paths, gpu)
+        return _run_one(args, paths[0], gpu)
+    finally:
+        discard_early()  # a server started early that no pool took (the command ended first)
+
+
+def _start_pool_early(args: argparse.Namespace, paths: list[Path]) -> None:
+    """Start the pool's fork server now, so that its ``import torch`` (the longest step before the
+    first job) overlaps the GPU check and the rest of this process's start (runner/server_start.py).
+    Not for ``--isolation process`` (no pool), ``--compile`` (its compile caches must be set in the
+    server's environment, which the pool makes) or where the pool cannot run."""
+    import importlib.util
+
+    from ...runner.pool import supported
+    from ...runner.server_start import start_early
+
+    if args.isolation == "process" or args.compile or not supported() or importlib.util.find_spec("torch") is None:
+        return
+    start_early(warm_up=len(paths) > 1)  # as run_batch's pool: a batch's server counts a warm-up task
 
 
 def _need_torch(args: argparse.Namespace) -> None:
