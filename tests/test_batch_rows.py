@@ -39,6 +39,7 @@ class _FakePool:
     def __init__(self, timing) -> None:
         self.timing = timing
         self.timeline: list = []
+        self.one_job_timing = False  # each timing job waits for its task's count (Pool's default)
 
     def prestart(self, devices) -> None:
         pass
