@@ -218,6 +218,23 @@ def _sigint_handler_put_back():
         pytest.fail(f"the test left SIGINT's handler changed ({before!r} -> {after!r})", pytrace=False)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_fork_server():
+    """One fork server for every pool of this test process that can take it
+    (runner/server_start.py's ``kept_server``, started when a pool first wants one): each pool's
+    server imported torch and counted a warm-up task, 3-4.5 CPU-s, and the suite makes well over a
+    hundred pools. A pool still starts its own where the environment differs from the kept
+    server's, and tests of the server's own start and end opt out with ``no_kept_server()``."""
+    from roofline_ext.runner.pool import supported
+    from roofline_ext.runner.server_start import kept_server
+
+    if not supported():
+        yield
+        return
+    with kept_server(warm_up=True, lazy=True):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _private_calibration_cache(tmp_path_factory, monkeypatch):
     """Every test sees an empty calibration cache of its own, never the user's: a calibration cached

@@ -13,6 +13,13 @@ pytestmark = [pytest.mark.slow,  # each starts a fork server, which imports torc
               pytest.mark.skipif(not supported(), reason="the worker pool needs Linux")]
 
 
+@pytest.fixture(autouse=True)
+def _own_servers():
+    """These tests are of the server's own start and end: not the suite's kept one (conftest)."""
+    with server_start.no_kept_server():
+        yield
+
+
 def _gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -77,3 +84,62 @@ def test_a_command_that_ends_before_its_pool_leaves_no_server(monkeypatch, capsy
     assert rc == 3, capsys.readouterr().err
     assert len(started) == 1 and started[0].process.poll() is not None
     assert server_start._early is None
+
+
+def _alive(pid: int) -> bool:
+    return not _gone(pid) and not open(f"/proc/{pid}/stat").read().split(") ")[1].startswith("Z")
+
+
+def test_a_kept_server_serves_pool_after_pool_and_each_pools_workers_go_with_it(tmp_path, monkeypatch):
+    with server_start.kept_server(warm_up=False) as keeper:
+        kept = keeper.server
+        assert kept is not None
+        with Pool(1, warm_up=False) as first:
+            pids = [o.value for o in first.run([Job(i, "os:getpid", {}, 60) for i in range(2)])]
+            assert first._server is kept.process
+        assert kept.alive() and all(_gone(p) or not _alive(p) for p in pids)  # reaped, none left
+        # A module put on the path after the server started still loads in the next pool's workers.
+        (tmp_path / "late_module.py").write_text("def where():\n    import os\n    return os.getppid()\n")
+        monkeypatch.syspath_prepend(str(tmp_path))
+        with Pool(1, warm_up=False) as second:
+            out = list(second.run([Job(0, "late_module:where", {}, 60)]))
+            assert out[0].ok and out[0].value == kept.process.pid, out[0].error
+            assert any("kept from an earlier pool" in what for _, what in second.timeline), second.timeline
+        # Another environment (torch reads some at import): a server of its own, as without keeping.
+        monkeypatch.setenv("ROOFLINE_TEST_OTHER_ENV", "1")
+        with Pool(1, warm_up=False) as other:
+            assert other._server is not kept.process
+            assert list(other.run([Job(0, "os:getpid", {}, 60)]))[0].ok
+    assert not kept.alive()
+
+
+def test_a_task_that_kills_the_kept_server_fails_alone_and_the_next_pool_gets_a_new_one(tmp_path, monkeypatch):
+    (tmp_path / "killer.py").write_text("def kill_server():\n    import os, signal, time\n"
+                                        "    os.kill(os.getppid(), signal.SIGKILL)\n"
+                                        "    time.sleep(30)  # the worker goes with its server\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with server_start.kept_server(warm_up=False) as keeper:
+        assert keeper.server is not None
+        first_pid = keeper.server.process.pid
+        with Pool(1, warm_up=False) as pool:
+            outs = {o.job.key: o for o in pool.run([Job(0, "killer:kill_server", {}, 60),
+                                                    Job(1, "os:getpid", {}, 60)])}
+        assert not outs[0].ok and outs[1].ok, outs
+        with Pool(1, warm_up=False) as pool:
+            assert list(pool.run([Job(0, "os:getpid", {}, 60)]))[0].ok
+            assert keeper.server is not None and keeper.server.process.pid != first_pid
+            assert pool._server is keeper.server.process
+    assert keeper.server is None
+
+
+def test_a_kept_servers_workers_see_the_pools_own_settings(monkeypatch):
+    # The package's own settings (read when used, never at import) may differ from the kept
+    # server's: the pool still takes it, and its workers see the pool's value.
+    monkeypatch.setenv("ROOFLINE_EXT_CACHE_DIR", "/nonexistent/first")
+    with server_start.kept_server(warm_up=False, lazy=True) as keeper:
+        assert keeper.server is None  # lazy: started at the first pool
+        monkeypatch.setenv("ROOFLINE_EXT_CACHE_DIR", "/nonexistent/second")
+        with Pool(1, warm_up=False) as pool:
+            assert keeper.server is not None and pool._server is keeper.server.process
+            out = list(pool.run([Job(0, "os:getenv", {"key": "ROOFLINE_EXT_CACHE_DIR"}, 60)]))
+            assert out[0].ok and out[0].value == "/nonexistent/second", out[0]

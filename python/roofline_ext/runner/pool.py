@@ -60,7 +60,7 @@ from ..errors import UserError
 from . import channel
 from .compiling import RunCaches
 from .jobs import CPU_BACKEND, GPU_BACKEND
-from .server_start import spawn_server, take_early
+from .server_start import ServerProcess, spawn_server, take_early
 
 OUTPUT_LIMIT = 64 << 10  # bytes of a task's output kept per job (the tail)
 _EOF_GRACE_S = 2.0  # how long a worker that closed its channel may take to exit before it is killed
@@ -73,6 +73,7 @@ RETIRE_KEY = "_retire"  # in a job's result: replace the worker after this job, 
 # The longest the counting jobs of a batch wait for a timing worker's setup and snapshot
 # (Pool._holding_counts). On the H200 the two take about 1 s on an idle host.
 HOLD_COUNTS_S = 10.0
+_POOL_SERIALS = itertools.count(1)
 
 
 def supported() -> bool:
@@ -219,7 +220,12 @@ class Pool:
         self._t0 = time.monotonic()
         self.timeline: list[tuple[float, str]] = []
         self.server_info: dict[str, Any] = {}
-        self._tokens = (f"w{i}" for i in itertools.count(1))
+        # Tokens unique across pools: a kept server's late word about an earlier pool's worker
+        # must never match one of this pool's.
+        serial = next(_POOL_SERIALS)
+        self._tokens = (f"p{serial}w{i}" for i in itertools.count(1))
+        self._handle: ServerProcess | None = None  # the server process this pool uses
+        self._closing = False
         self._sel = selectors.DefaultSelector()
         self._workers: dict[str, _Worker] = {}
         self._lanes: dict[Lane, _Worker] = {}
@@ -257,20 +263,32 @@ class Pool:
         if server is None:
             # The caches before torch is imported there, so every worker has them.
             server = spawn_server(self.warm_up, extra)
+        self._handle = server
         self._server, self._ctl, self._server_err = server.process, server.ctl, server.err
         self._sel.register(server.ctl, selectors.EVENT_READ, None)
-        what = "fork server started (it imports torch and counts a warm-up task)" if self.warm_up else \
+        if server.kept and server.ready is not None:  # an earlier pool of this process saw it ready
+            self._ready, self.server_info = True, server.ready
+            self._mark("fork server kept from an earlier pool (ready)")
+            return
+        what = "fork server started (it imports torch and counts a warm-up task)" if server.warm_up else \
             "fork server started (it imports torch)"
-        self._mark(what + (", before the pool, as the command began" if early else ""), at=server.started_at)
+        if server.kept:
+            what += ", kept for the pools after this one"
+        self._mark(what + (", before the pool, as the command began" if early and not server.kept else ""),
+                   at=server.started_at)
 
     def close(self) -> None:
         """Stop every worker and the server. Safe to call twice, and on the way out of Ctrl-C."""
         if self._server is None:
             return
         with _sigint_held():
+            self._closing = True
             for w in list(self._workers.values()):
                 self._retire(w)
-            self._stop_server()  # the server reads EOF, kills its workers and exits
+            if self._handle is not None and self._handle.kept and self._handle.alive():
+                self._release_server()
+            else:
+                self._stop_server()  # the server reads EOF, kills its workers and exits
             self._sel.close()
             for w in self._workers.values():
                 w.out.close()
@@ -457,6 +475,9 @@ class Pool:
             options["prepare"] = prepare
         if self._one_job(lane):
             options["one_job"] = True
+        if self._handle is not None and self._handle.kept:
+            # A kept server's path and environment are an earlier pool's: the worker takes ours.
+            options["sys_path"], options["env"] = list(sys.path), dict(os.environ)
         # Their end stays open until the message that hands it over has gone (the outbox).
         self._control_send({"op": "fork", "token": w.token, "role": role, "options": options},
                            [theirs.fileno(), w.out.fileno()], theirs.close)
@@ -535,6 +556,8 @@ class Pool:
         op = msg["op"]
         if op == "ready":
             self._ready, self.server_info = True, msg
+            if self._handle is not None:
+                self._handle.ready = msg  # for the next pool, where the server is kept
             self._mark("fork server ready")
         elif op == "failed":
             raise UserError(f"cannot start the worker processes: {msg['error']}")
@@ -549,6 +572,9 @@ class Pool:
         why = _last_line(_read_all(self._server_err)) or _exit_words(self._server.poll() if self._server else None)
         if not self._ready:
             raise UserError(f"the worker server stopped before it was ready: {why}")
+        if self._closing:  # lost while this pool let its workers go: nothing left to run
+            self._stop_server()
+            return
         running = [w.job for w in self._workers.values() if w.job is not None and not w.closed]
         # Only a job that ran alone can be blamed: one that ran beside others runs again alone first.
         culprit = self._suspect if self._suspect is not None and self._suspect in running else None
@@ -596,6 +622,37 @@ class Pool:
                 _kill_session(server.pid)
                 server.wait()
             self._server_err.close()
+        self._server, self._ctl, self._ready = None, None, False
+
+    def _release_server(self) -> None:
+        """Leave a kept server (server_start.kept_server) to the next pool: kill our workers through
+        it and wait until it has reaped them, so that none outlives this pool and no word about
+        them is left on its socket; then let the socket go without closing it. A server that has
+        not reaped them within 2 s is stopped, as an unkept one is (the next pool starts another)."""
+        for w in self._workers.values():
+            self._kill(w)  # one whose pid is not known yet is killed when its "forked" comes (_forked)
+        deadline = time.monotonic() + 2.0
+        while self._server is not None and any(w.exit_code is None for w in self._workers.values()):
+            if time.monotonic() > deadline:
+                assert self._handle is not None
+                self._handle.kill()
+                self._stop_server()
+                return
+            self._poll(0.05)
+        if self._server is None:  # lost meanwhile (_server_lost stopped it)
+            return
+        if self._outbox:  # kills not gone yet: send what the socket takes, then give up on the rest
+            self._flush_control()
+            for _, _, sent in self._outbox:
+                if sent is not None:
+                    sent()
+            self._outbox.clear()
+        ctl = self._ctl
+        assert ctl is not None  # the server is ours until the line below
+        try:
+            self._sel.unregister(ctl)
+        except (KeyError, ValueError):
+            pass
         self._server, self._ctl, self._ready = None, None, False
 
     def _forked(self, msg: dict[str, Any]) -> None:

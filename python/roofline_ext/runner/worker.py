@@ -189,6 +189,10 @@ def child_main(role: str, sock_fd: int, options: dict[str, Any]) -> None:
     non-daemon thread a task left behind can keep the process alive."""
     code = 0
     try:
+        if "sys_path" in options:  # forked from a kept server: the path and environment of the pool
+            sys.path[:] = options["sys_path"]
+            os.environ.clear()
+            os.environ.update(options["env"])
         sock = socket.socket(fileno=sock_fd)
         if role == "once":
             serve_once(sock)
