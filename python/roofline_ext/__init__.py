@@ -44,6 +44,7 @@ _EXPORTS = {
     "calibrate": "calibration.pipeline",
     "analyze_task": "runner.analyze",
     "judge_kernel": "runner.judging",
+    "kept_server": "runner.server_start",
     "Judgement": "model.verdict",
     "Verdict": "model.verdict",
     "RooflineError": "errors",
