@@ -105,6 +105,12 @@ def test_a_kept_server_serves_pool_after_pool_and_each_pools_workers_go_with_it(
             out = list(second.run([Job(0, "late_module:where", {}, 60)]))
             assert out[0].ok and out[0].value == kept.process.pid, out[0].error
             assert any("kept from an earlier pool" in what for _, what in second.timeline), second.timeline
+        # Two pools open at once (nested batches): the second starts its own, since they would
+        # share one control socket.
+        with Pool(1, warm_up=False) as outer, Pool(1, warm_up=False) as inner:
+            assert outer._server is kept.process and inner._server is not kept.process
+            assert list(inner.run([Job(0, "os:getpid", {}, 60)]))[0].ok
+            assert list(outer.run([Job(0, "os:getpid", {}, 60)]))[0].ok
         # Another environment (torch reads some at import): a server of its own, as without keeping.
         monkeypatch.setenv("ROOFLINE_TEST_OTHER_ENV", "1")
         with Pool(1, warm_up=False) as other:

@@ -623,6 +623,8 @@ class Pool:
                 server.wait()
             self._server_err.close()
         self._server, self._ctl, self._ready = None, None, False
+        if self._handle is not None:
+            self._handle.in_use = False  # a kept server lost: the next take starts it again
 
     def _release_server(self) -> None:
         """Leave a kept server (server_start.kept_server) to the next pool: kill our workers through
@@ -654,6 +656,8 @@ class Pool:
         except (KeyError, ValueError):
             pass
         self._server, self._ctl, self._ready = None, None, False
+        assert self._handle is not None
+        self._handle.in_use = False  # the next pool may take it
 
     def _forked(self, msg: dict[str, Any]) -> None:
         w = self._workers.get(msg["token"])

@@ -49,7 +49,8 @@ class ServerProcess:
     started_at: float
     kept: bool = False  # kept for many pools (kept_server): a pool's close leaves it running
     ready: dict[str, Any] | None = None  # its "ready" message, once a pool has read it
-    env: dict[str, str] = field(default_factory=dict)  # the environment it was started in
+    env: dict[str, str] = field(default_factory=dict, repr=False)  # the environment it was started in
+    in_use: bool = False  # a kept server serves one pool at a time (they would share one socket)
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -157,16 +158,19 @@ class Keeper:
 
     def take(self) -> ServerProcess | None:
         """The kept server for a pool starting now: started at the first want, started again if a
-        task took it down, ``None`` where this process's environment is no longer the one it was
-        started in (the pool then starts its own)."""
+        task took it down; ``None`` while another pool uses it or where this process's environment
+        is no longer the one it was started in (the pool then starts its own)."""
         if self.server is None:
-            return self.start()
-        if self.server.env != _env_now():
-            return None
-        if not self.server.alive():
+            server = self.start()
+        elif self.server.in_use or self.server.env != _env_now():
+            return None  # a pool open beside another (nested batches), or another environment
+        elif not self.server.alive():
             self.server.kill()
-            return self.start()
-        return self.server
+            server = self.start()
+        else:
+            server = self.server
+        server.in_use = True  # until the pool lets it go (Pool._release_server)
+        return server
 
     def close(self) -> None:
         if self.server is not None:
