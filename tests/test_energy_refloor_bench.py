@@ -1,6 +1,7 @@
-"""benchmarks/energy_refloor.py on the recorded H200 batch of 2026-12-02 (L1-L3 with --energy):
+"""benchmarks/energy_refloor.py on the recorded H200 batches of 2026-12-02 (L1-L3 with --energy):
 rebuilt against its own calibration every floor is as recorded; against the calibration that also
-measured the library peers, no reference is below its floor; one-line errors."""
+measured the library peers, no reference is below its floor (session 13's batch rebuilt, session
+14's as measured); one-line errors."""
 from __future__ import annotations
 
 import json
@@ -48,6 +49,20 @@ def test_with_the_library_peers_no_reference_is_below_its_floor(bench, batch):
     assert all(r["fraction_of_floor"] <= 1.0 for r in doc["tasks"])
     assert [r["fraction_of_floor"] for r in doc["furthest_above"]] == sorted(r["fraction_of_floor"]
                                                                              for r in doc["furthest_above"])
+
+
+def test_the_batch_measured_against_the_same_sessions_calibration_is_at_or_above_every_floor(bench):
+    # Session 14: the batch's floors came from a calibration with the peers made 11 minutes before
+    # it on the same card (not a rebuild); the recorded floors are the package's rule on it, and
+    # no reference is below its floor (the highest, LeakyReLU, is at 80.5% of it).
+    batch = bench._read(str(RESULTS / "levels-energy-h200-2026-12-02-s14.json.gz"))
+    cal = json.loads((RESULTS / "calibration-energy-h200-2026-12-02-s14-1.json").read_text())
+    doc = bench.refloor(batch, cal)
+    assert doc["tasks_measured"] == 250 and doc["below_floor"] == []
+    for row in doc["tasks"]:
+        assert row["floor_mj"] == pytest.approx(row["recorded_floor_mj"], rel=1e-12), row["task"]
+    assert max(r["fraction_of_floor"] for r in doc["tasks"]) < 0.81  # LeakyReLU's 80.5% the highest
+    assert doc["costs"]["hbm_write"]["origin"] == "library"  # torch fill_ wrote a byte for less
 
 
 def test_unreadable_input_is_one_line(bench, tmp_path, capsys):
