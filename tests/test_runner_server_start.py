@@ -149,3 +149,7 @@ def test_a_kept_servers_workers_see_the_pools_own_settings(monkeypatch):
             assert keeper.server is not None and pool._server is keeper.server.process
             out = list(pool.run([Job(0, "os:getenv", {"key": "ROOFLINE_EXT_CACHE_DIR"}, 60)]))
             assert out[0].ok and out[0].value == "/nonexistent/second", out[0]
+            # ...and what every server's environment adds (torch must ask NVML, not the driver,
+            # whether CUDA is there), as a worker of an unkept server has it.
+            out = list(pool.run([Job(0, "os:getenv", {"key": "PYTORCH_NVML_BASED_CUDA_CHECK"}, 60)]))
+            assert out[0].ok and out[0].value == "1", out[0]

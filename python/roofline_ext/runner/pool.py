@@ -60,7 +60,7 @@ from ..errors import UserError
 from . import channel
 from .compiling import RunCaches
 from .jobs import CPU_BACKEND, GPU_BACKEND
-from .server_start import ServerProcess, spawn_server, take_early
+from .server_start import ServerProcess, spawn_server, take_early, worker_env
 
 OUTPUT_LIMIT = 64 << 10  # bytes of a task's output kept per job (the tail)
 _EOF_GRACE_S = 2.0  # how long a worker that closed its channel may take to exit before it is killed
@@ -477,7 +477,7 @@ class Pool:
             options["one_job"] = True
         if self._handle is not None and self._handle.kept:
             # A kept server's path and environment are an earlier pool's: the worker takes ours.
-            options["sys_path"], options["env"] = list(sys.path), dict(os.environ)
+            options["sys_path"], options["env"] = list(sys.path), worker_env()
         # Their end stays open until the message that hands it over has gone (the outbox).
         self._control_send({"op": "fork", "token": w.token, "role": role, "options": options},
                            [theirs.fileno(), w.out.fileno()], theirs.close)

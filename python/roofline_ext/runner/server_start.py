@@ -35,7 +35,7 @@ from typing import IO, Any, Iterator, Mapping
 from .forkserver import SYS_PATH_ENV
 
 __all__ = ["ServerProcess", "Keeper", "spawn_server", "start_early", "take_early", "discard_early",
-           "kept_server", "no_kept_server", "server_env"]
+           "kept_server", "no_kept_server", "server_env", "worker_env"]
 
 
 @dataclass
@@ -78,6 +78,14 @@ def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     if extra:
         env.update(extra)
+    return env
+
+
+def worker_env() -> dict[str, str]:
+    """The environment a worker forked from a kept server takes: the one a server started now
+    would have had (:func:`server_env`; the path it hands the server is the fork's own option)."""
+    env = server_env()
+    env.pop(SYS_PATH_ENV, None)
     return env
 
 
