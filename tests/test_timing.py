@@ -87,6 +87,23 @@ def test_timing_overhead_under_5us():
 
 
 @pytest.mark.gpu
+def test_a_microsecond_kernel_stops_at_the_precision_or_one_timer_step():
+    # x + 1 on 1024 floats: a few us, a target (±0.5%) finer than the event timer's step. The step
+    # read off the series must be a plausible timer step (CUDA documents about 0.5 us; Hopper with
+    # driver 580 shows 32 ns) and the run must end on the precision or within one step, not the cap.
+    import torch
+
+    x = torch.randn(1024, device="cuda")
+    t = timing.time_callable(lambda: x + 1, trials=None, warmup=10)
+    step = t["timer_step_ms"]
+    assert step is not None and 1e-7 <= step <= 1e-3, step
+    assert t["stopped"] in ("precision", "resolution"), t
+    if t["stopped"] == "resolution":
+        half = max(t["median_ms"] - t["ci_low_ms"], t["ci_high_ms"] - t["median_ms"])
+        assert half <= step * (1 + 1e-6) and t["trials"] >= timing.RESOLUTION_MIN_TRIALS, t
+
+
+@pytest.mark.gpu
 def test_known_floor_task_fraction_between_0_and_1(tmp_path):
     # y = x * 2 on 256 Mi float32: compulsory bytes = 1 GiB read + 1 GiB written, no tensor FLOPs.
     from roofline_ext.device.listing import device

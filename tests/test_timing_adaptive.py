@@ -165,6 +165,66 @@ def test_next_chunk_aims_at_the_trials_the_interval_predicts():
     assert timing.next_chunk(slow_start, 10, 0.01, 0.001) == 490  # what the minimum time still needs
 
 
+# --- the timer's step --------------------------------------------------------------------------------
+
+STEP_MS = 32e-6  # the H100's event step with driver 580 (2026-12-06): 32 ns
+
+
+def _quantized(center_ms: float, spread_steps: int, n: int = 10**6, seed: int = 3):
+    """Times in whole timer steps around ``center_ms``, skewed and wide (launch jitter): the kind of
+    series whose median interval stalls at one step on either side."""
+    rng = random.Random(seed)
+    base = round(center_ms / STEP_MS)
+    return (STEP_MS * (base + round(rng.gauss(0, spread_steps / 3)) + int(rng.expovariate(1 / spread_steps)))
+            for _ in range(n))
+
+
+def test_a_target_finer_than_the_timer_stops_at_one_step_not_the_cap():
+    # ~5 us with a few us of jitter: ±0.5% is ±25 ns, under the 32 ns step.
+    gpu = FakeGpu(_quantized(0.005, 40), wall_s=30e-6)
+    t = _run(gpu, None)
+    assert t["stopped"] == "resolution" and t["precision_reached"] is False
+    assert t["timer_step_ms"] == pytest.approx(STEP_MS)
+    half_ms = max(t["median_ms"] - t["ci_low_ms"], t["ci_high_ms"] - t["median_ms"])
+    assert half_ms <= STEP_MS * (1 + 1e-6) and t["ci_rel"] > t["precision"]
+    assert timing.RESOLUTION_MIN_TRIALS <= t["trials"] and t["timed_s"] < timing.DEFAULT_MAX_TIME_S / 2
+    _one_before_per_call(gpu)
+
+
+def test_the_step_is_read_only_from_a_long_series():
+    # A short series spread over many steps shows gaps of several steps: no resolution stop before
+    # RESOLUTION_MIN_TRIALS, whatever its interval; the cap (here 500 trials' worth) comes first.
+    gpu = FakeGpu(_quantized(0.005, 40), wall_s=1e-3)
+    t = _run(gpu, TrialRule(max_time_s=0.5))
+    assert t["trials"] < timing.RESOLUTION_MIN_TRIALS and t["stopped"] == "max-time"
+    assert timing._stop(TrialRule(), 999, 0.2, 0.006, None) is None
+    assert timing._stop(TrialRule(), 1000, 0.2, 0.006, 0.0064) == "resolution"
+    assert timing._stop(TrialRule(), 1000, 0.2, 0.007, 0.0064) is None  # wider than one step: go on
+    assert timing._stop(TrialRule(), 1000, 0.01, 0.006, 0.0064) is None  # before the minimum time
+
+
+def test_kernels_above_the_step_still_stop_at_the_precision():
+    # 1 ms in 32 ns steps: one step is 0.0032%, far inside ±0.5%; the precision stop comes first.
+    t = _run(FakeGpu(_quantized(1.0, 40), wall_s=1e-3), None)
+    assert t["stopped"] == "precision" and t["precision_reached"] is True
+
+
+def test_timer_step_ignores_float_rounding_and_a_constant_series():
+    xs = [0.004991999827325344, 0.004992, 0.005023999, 0.005056, 0.004959999]
+    assert timing.timer_step_ms(xs) == pytest.approx(STEP_MS, rel=1e-3)
+    assert timing.timer_step_ms([0.005] * 10) is None
+    assert timing._step_rel([0.005] * 2000, 0.005) is None
+    assert timing._step_rel(xs * 400, 0.005) == pytest.approx(STEP_MS / 0.005, rel=1e-3)
+    assert timing._step_rel(xs, 0.005) is None  # too few trials to read a step from
+
+
+def test_next_chunk_aims_at_one_step_when_that_is_wider_than_the_precision():
+    rule = TrialRule(min_time_s=0.0, max_time_s=100.0)
+    # ci 0.8% at n=1000 against a step of 0.64% (wider than 0.5%): 1000 * 1.5625 * 1.1 -> 719 more.
+    assert timing.next_chunk(rule, 1000, 0.1, 0.008, 0.0064) == 719
+    assert timing.next_chunk(rule, 1000, 0.1, 0.008, 0.001) == 1000  # a fine step: the precision's
+
+
 # --- the interval, by hand ---------------------------------------------------------------------------
 
 def test_interval_of_ten_is_the_second_and_ninth_values():
@@ -297,6 +357,9 @@ def test_text_lines_say_trials_and_interval():
     assert _trials_text({"trials": 100}, ", ") == ", 100 trials"  # a result of the first layout
     assert _ci_cells(_stats()) == ("240", "0.31%")
     assert _ci_cells(_stats(ci_rel=0.02, precision_reached=False)) == ("240", "2.00% (missed)")
+    timer = _stats(ci_rel=0.0064, precision_reached=False, stopped="resolution")
+    assert _ci_cells(timer) == ("240", "0.64% (timer)")
+    assert _trials_text(timer, ", ").endswith("NOT within ±0.50% (timer's step)")
     assert _ci_cells({}) == ("-", "-")
 
 

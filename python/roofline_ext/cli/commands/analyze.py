@@ -446,7 +446,8 @@ def _trials_text(t: Mapping[str, Any], sep: str) -> str:
     rel = t.get("ci_rel")
     text += ", no 95% CI (under 6 trials)" if rel is None else f", median ±{rel:.2%} (95% CI)"
     if not t.get("precision_reached") and isinstance(t.get("precision"), (int, float)):
-        why = {"max-time": "time cap", "max-trials": "trial cap", "fixed": "fixed count"}.get(str(t.get("stopped")), "")
+        why = {"max-time": "time cap", "max-trials": "trial cap", "fixed": "fixed count",
+               "resolution": "timer's step"}.get(str(t.get("stopped")), "")
         text += f", NOT within ±{t['precision']:.2%}" + (f" ({why})" if why else "")
     return text
 
@@ -636,12 +637,15 @@ def _best(r: Mapping[str, Any]) -> tuple[str, str, str]:
 
 def _ci_cells(t: Mapping[str, Any]) -> tuple[str, str]:
     """The batch table's trial count and the median's 95% interval (``0.21%``; ``1.3% (missed)``
-    when the target was not reached)."""
+    when the target was not reached, ``0.64% (timer)`` when one timer step is all it can be)."""
     n, rel = t.get("trials"), t.get("ci_rel")
     count = str(n) if isinstance(n, int) else "-"
     if not isinstance(rel, (int, float)):
         return count, "-"
-    return count, f"{rel:.2%}" + ("" if t.get("precision_reached", True) else " (missed)")
+    if t.get("precision_reached", True):
+        return count, f"{rel:.2%}"
+    # A series the timer's step stopped: narrower than this no trial count could make it.
+    return count, f"{rel:.2%}" + (" (timer)" if t.get("stopped") == "resolution" else " (missed)")
 
 
 def _batch_table(results: list[dict[str, Any]]) -> str:
