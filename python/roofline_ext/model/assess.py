@@ -13,6 +13,7 @@ there is no floor, the roof set) is an attribute here. Only the report's writer 
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -89,7 +90,7 @@ class ErrorResult:
         return dataclasses.replace(self, run=self.run.merged(**facts))
 
     @classmethod
-    def from_exception(cls, path: str | Any, exc: BaseException) -> ErrorResult:
+    def from_exception(cls, path: str | os.PathLike[str], exc: BaseException) -> ErrorResult:
         """The record of ``exc``: a ``kind`` it carries, else ``error`` (a RooflineError) or
         ``internal`` (a bug: its type leads the message)."""
         kind = getattr(exc, "kind", None)

@@ -1,13 +1,16 @@
-"""Analysis of task files against a GPU's roofs: one task (:func:`analyze_task`) or a folder of them
-(:func:`analyze_batch`), without running anything on a GPU.
+"""Analysis of task files against a GPU's roofs: one task (:func:`assess_task`, typed;
+:func:`analyze_task`, its dict) or a folder of them (:func:`assess_batch`, :func:`analyze_batch`),
+without running anything on a GPU.
 
-Kept apart from the CLI so that timing (``--time``/``--new``) can add ``t_ref_ms``/``t_new_ms`` to
-:func:`analyze_task` and reuse the batch loop unchanged.
+Here a task is counted where no worker counted it and its roofs are resolved; the result itself is
+assembled by :func:`roofline_ext.model.assess.assess`, with the reference's timing and the
+candidates when the caller has them (``--time``/``--new``), so every path gives one shape.
 
 Task files are user code and run in this process when loaded (see :mod:`roofline_ext.tasks.loading`)
-unless :func:`analyze_task` is given counts made elsewhere: the CLI's batch runner
+unless :func:`assess_task` is given counts made elsewhere: the CLI's batch runner
 (:mod:`roofline_ext.runner.batch`) counts in worker processes and only puts the counts on the roofs
-here; :func:`analyze_batch` is the in-process loop that ``--isolation process`` keeps. Each task's failure becomes a result with ``status: "error"`` and a one-line ``error``; the batch
+here; :func:`assess_batch` is the in-process loop that ``--isolation process`` keeps. Each task's
+failure becomes a result with ``status: "error"`` and a one-line ``error``; the batch
 goes on, and each result is written to the output files as soon as it exists (temp file +
 ``os.replace``), so an interrupted batch keeps every task finished before the interruption.
 """
