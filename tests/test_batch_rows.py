@@ -76,7 +76,7 @@ def _run(tmp_path, timing):
         paths.append(p)
     opts = batch_mod.BatchOptions(timing=batch_mod.TimingOptions(devices=[0]))
     b = batch_mod._Batch(paths, resolve_gpu("H200"), opts, None, None, _FakePool(timing))
-    return b.run()
+    return [r.to_dict() for r in b.run()]  # the typed results, as the writer gets them
 
 
 def test_an_unusable_gpu_after_a_timed_task_is_that_tasks_row(tmp_path):

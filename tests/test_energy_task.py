@@ -54,7 +54,8 @@ def test_no_counter_is_a_one_line_reason_not_a_failure(monkeypatch):
 
 def test_the_energy_reaches_the_result_and_the_text():
     from roofline_ext.cli.commands.analyze import energy_text
-    from roofline_ext.runner.timed import candidate_record, merge_timing
+    from roofline_ext.runner.analyze import assess_task
+    from roofline_ext.runner.timed import candidate_record
 
     board = FakeBoard(interval=0.1)
     e = measure_call_energy(lambda: board.advance(0.002, 600.0), device=0, call_ms=2.0, reader=board,
@@ -63,8 +64,9 @@ def test_the_energy_reaches_the_result_and_the_text():
     reference = {"t_ref_ms": 2.0, "reference": timing, "device": "NVIDIA H200", "energy": e}
     cand = candidate_record("c.py", None, {"judgement": {"verdict": "correct"}, "t_new_ms": 1.0,
                                            "candidate_timing": {**timing, "median_ms": 1.0, "energy": e}})
-    assert cand["energy"] is e and "energy" not in cand["timing"]
-    result = merge_timing(lambda t_ref, t_new: {"roofs": {}}, reference, [cand])
+    assert cand.energy is e and "energy" not in cand.timing
+    task = Path(__file__).resolve().parents[1] / "examples" / "gelu_chain.py"
+    result = assess_task(task, "H200", timing=reference, candidates=[cand], measured=None).to_dict()
     assert result["energy"] == {"reference": e} and "energy" not in result["timing"]
     text = energy_text(e)
     assert "mJ per call above idle" in text and "L2 flush" not in text and "W" in text
@@ -115,18 +117,17 @@ def test_a_measured_call_is_held_against_its_energy_floor():
     from roofline_ext.cli.commands.analyze import _energy_rows
     from roofline_ext.model.energy import EnergyCosts
     from roofline_ext.model.gpu import resolve_gpu
-    from roofline_ext.runner.analyze import analyze_task
-    from roofline_ext.runner.timed import attach_energy_floor
+    from roofline_ext.runner.analyze import assess_task
 
     task = Path(__file__).resolve().parents[1] / "examples" / "gelu_chain.py"
-    result = analyze_task(task, resolve_gpu("H200"), None, t_ref_ms=1.0)
     board = FakeBoard(interval=0.1)
     e = measure_call_energy(lambda: board.advance(0.001, 500.0), device=0, call_ms=1.0, reader=board,
                             sync=lambda: None, clock=board.clock, sleep=board.sleep)
-    result["energy"] = {"reference": e}
+    timing = {"t_ref_ms": 1.0, "energy": e}
     costs = EnergyCosts.from_dict(_costs_doc()["costs"])
-    attach_energy_floor(result, costs)
+    result = assess_task(task, resolve_gpu("H200"), timing=timing, energy_costs=costs).to_dict()
     floor = result["energy"]["floor"]
+    e = result["energy"]["reference"]  # the measurement, held against the floor
     # the floor is the counts at the costs: every compulsory byte at 120 pJ, the SIMT FLOPs at 1 pJ
     assert floor["e_min_j"] == pytest.approx(result["bytes"] * 1.2e-10 + result["simt_flops"] * 1e-12, rel=1e-9)
     assert e["fraction_of_floor"] == pytest.approx(floor["e_min_j"] / e["j_per_call_above_idle"])
@@ -134,9 +135,8 @@ def test_a_measured_call_is_held_against_its_energy_floor():
     rows = dict(_energy_rows(result))
     assert "of it" in rows["energy"] and "mJ per call above idle" in rows["energy floor"]
     # a cost the task needs but nobody measured: the floor says so in one line, the energy stays
-    del result["energy"]["floor"]
-    attach_energy_floor(result, EnergyCosts(costs={}))
-    assert result["energy"]["floor_error"].startswith("no measured energy per FLOP for fp32")
+    result = assess_task(task, resolve_gpu("H200"), timing=timing, energy_costs=EnergyCosts(costs={})).to_dict()
+    assert "floor" not in result["energy"] and result["energy"]["floor_error"].startswith("no measured energy per FLOP for fp32")
 
 
 def _fake_pynvml(idle_w=100.0, step_s=0.1):

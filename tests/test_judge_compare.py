@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 from roofline_ext.judge.compare import compare_outputs  # noqa: E402
 from roofline_ext.judge.guard import Guard  # noqa: E402
 from roofline_ext.model.verdict import Judgement, Verdict, clip_score, verdict_text  # noqa: E402
-from roofline_ext.runner.timed import candidate_record, score_candidate  # noqa: E402
+from roofline_ext.runner.timed import candidate_record  # noqa: E402
 
 TOL = 1e-4
 
@@ -109,7 +109,12 @@ def test_judgement_round_trips_and_says_itself():
     assert clip_score(1.0000001) == 1.0 and clip_score(-1e-9) == 0.0 and clip_score(None) is None
 
 
-def _record(verdict: str, t_new: float = 0.1) -> dict:
+def score_candidate(rec, roofs, t_ref) -> dict:
+    """The candidate put on the roofs as a timed result does (CandidateResult.scored), as its JSON."""
+    return rec.scored(roofs, t_ref).to_dict()
+
+
+def _record(verdict: str, t_new: float = 0.1):
     value = {"judgement": {"verdict": verdict, "reason": None, "defence": None}, "t_new_ms": t_new,
              "candidate_timing": {"median_ms": t_new}, "correctness": {"ok": verdict == "correct"}}
     return candidate_record("c.py", None, value)
@@ -132,7 +137,7 @@ def test_below_any_floor_is_its_own_verdict_and_never_scored():
 
 
 def test_a_failed_candidate_is_an_error():
-    rec = candidate_record("c.py", None, kind="import", error="c.py: loading failed")
+    rec = candidate_record("c.py", None, kind="import", error="c.py: loading failed").to_dict()
     assert rec["verdict"] == "error" and rec["correct"] is None
 
 

@@ -28,6 +28,16 @@ LEVELS = [KERNELBENCH / f"level{n}" for n in (1, 2, 3)]
 H200 = lookup("H200")
 
 
+
+def _with_profile(path, result, prof, *, l2_tbps):
+    """``result`` (an ``analyze_task`` dict with ops, timed at its ``t_ref_ms``) assessed again
+    with the reference's kernel profile ``prof`` (:func:`roofline_ext.model.profiled.place_profile`)."""
+    from roofline_ext.runner.analyze import assess_task
+
+    return assess_task(path, "H200", per_op=True, t_ref_ms=result["t_ref_ms"], measured=None,
+                       profile=prof, l2_tbps=l2_tbps).to_dict()
+
+
 def _task(tmp_path: Path, name: str, body: str) -> Path:
     p = tmp_path / f"{name}.py"
     p.write_text("import torch\nimport torch.nn as nn\n" + textwrap.dedent(body))
@@ -182,7 +192,6 @@ def test_rnn_rows_are_extrapolated_exactly(tmp_path):
 def test_the_rnn_family_matches_cudnns_fused_kernels(tmp_path):
     # The GPU's profiled run names the layer's call by its family (its kernels are cuDNN's fused
     # ones); an aten _cudnn_rnn met outside a family call matches by its mode argument.
-    from roofline_ext.runner.kernel_profile import attach_profile
     from roofline_ext.tasks.opcounts import match_key, op_family
 
     p = _task(tmp_path, "gru", """
@@ -202,7 +211,7 @@ def test_the_rnn_family_matches_cudnns_fused_kernels(tmp_path):
     assert len(gru) == 1 and gru[0]["flops"] > 0
     prof = {"ops": [{"index": 0, "op": "gru", "module": "gru", "kernels": [["cudnn_rnn_fwd", 0.9]]}],
             "kernel_sum_ms": 0.9, "outside_ms": 0.0, "kernels": 1, "l2_bytes": 50 << 20}
-    attach_profile(result, prof, l2_tbps=10.0)
+    result = _with_profile(p, result, prof, l2_tbps=10.0)
     s = result["kernel_profile"]
     assert s["unmatched_kernel_ms"] == 0.0 and s["unmatched_profiled_count"] == 0
     assert op_family("_cudnn_rnn", (None,) * 6 + (3,)) == "gru" and op_family("_cudnn_rnn") == "rnn"
@@ -456,7 +465,6 @@ def test_profiled_families_number_as_counted_whatever_the_backend(tmp_path, back
 def test_gpu_forms_of_an_op_match_the_counted_family(tmp_path):
     # What a GPU (or torch.compile) dispatches outside a family call matches by family: the
     # attention op gets its kernels, nothing is left unmatched.
-    from roofline_ext.runner.kernel_profile import attach_profile
 
     p = _task(tmp_path, "fam", FAMILIES)
     result = analyze_task(p, "H200", per_op=True, t_ref_ms=1.0, measured=None)
@@ -466,7 +474,7 @@ def test_gpu_forms_of_an_op_match_the_counted_family(tmp_path):
     prof = {"ops": [{"index": i, "op": op, "module": m, "kernels": [[f"k{i}", ms]]}
                     for i, (op, m, ms) in enumerate(gpu)],
             "kernel_sum_ms": 0.75, "outside_ms": 0.0, "kernels": 5, "l2_bytes": 50 << 20}
-    attach_profile(result, prof, l2_tbps=10.0)
+    result = _with_profile(p, result, prof, l2_tbps=10.0)
     s = result["kernel_profile"]
     assert s["unmatched_kernel_ms"] == 0.0 and s["matched_ops"] == 5
     assert s["unmatched_profiled_count"] == 0 and s["unmatched_counted_count"] == 0
@@ -533,7 +541,6 @@ def test_counted_in_eval_mode_unless_the_task_says_training(tmp_path):
 
 
 def test_attach_profile_reports_sums_and_breaches(tmp_path):
-    from roofline_ext.runner.kernel_profile import attach_profile
 
     p = _task(tmp_path, "lin", LINEAR_RELU)
     result = analyze_task(p, "H200", per_op=True, t_ref_ms=0.02, measured=None)
@@ -544,7 +551,7 @@ def test_attach_profile_reports_sums_and_breaches(tmp_path):
     relu = next(o for o in prof["ops"] if o["op"] == "relu")
     addmm["kernels"] = [["gemm", 0.018]]
     relu["kernels"] = [["relu", 1e-9]]  # impossibly fast: a breach on every roof
-    attach_profile(result, prof, l2_tbps=10.0)
+    result = _with_profile(p, result, prof, l2_tbps=10.0)
     s = result["kernel_profile"]
     assert s["kernel_sum_over_event"] == pytest.approx(0.95)
     assert s["gpu_wait_ms"] == pytest.approx(0.001) and not any("waited" in n for n in s["notes"])
@@ -621,12 +628,11 @@ def test_each_op_reads_the_envelope_at_its_own_ratio(tmp_path):
 @pytest.mark.parametrize("kernel_sum, said", [(0.005, "waited 0.015 ms per call on the host"),
                                               (0.03, "ran slower than the timed ones")])
 def test_kernels_that_do_not_add_up_to_the_event_time_say_why(tmp_path, kernel_sum, said):
-    from roofline_ext.runner.kernel_profile import attach_profile
 
     p = _task(tmp_path, "lin", LINEAR_RELU)
     result = analyze_task(p, "H200", per_op=True, t_ref_ms=0.02, measured=None)
     prof = {"ops": [], "kernel_sum_ms": kernel_sum, "outside_ms": 0.0, "kernels": 2, "l2_bytes": 0}
-    attach_profile(result, prof, l2_tbps=10.0)
+    result = _with_profile(p, result, prof, l2_tbps=10.0)
     s = result["kernel_profile"]
     assert s["gpu_wait_ms"] == pytest.approx(max(0.0, 0.02 - kernel_sum))
     assert any(said in n for n in s["notes"]), s["notes"]
@@ -635,13 +641,12 @@ def test_kernels_that_do_not_add_up_to_the_event_time_say_why(tmp_path, kernel_s
 def test_a_launch_bound_call_is_held_to_its_gpu_time_with_the_host_queued_ahead(tmp_path):
     """Issue 26: where the GPU waits on the host, the kernels are compared with the call's GPU time
     measured with the host queued ahead of it, and the note gives both."""
-    from roofline_ext.runner.kernel_profile import attach_profile
 
     p = _task(tmp_path, "lin", LINEAR_RELU)
     result = analyze_task(p, "H200", per_op=True, t_ref_ms=0.02, measured=None)
     prof = {"ops": [], "kernel_sum_ms": 0.005, "outside_ms": 0.0, "kernels": 2, "l2_bytes": 0,
             "queued": {"median_ms": 0.0052, "host_issue_ms": 0.018, "reps": 5, "covered": 5}}
-    attach_profile(result, prof, l2_tbps=10.0)
+    result = _with_profile(p, result, prof, l2_tbps=10.0)
     s = result["kernel_profile"]
     assert s["queued_gpu_ms"] == 0.0052 and s["kernel_sum_over_queued"] == pytest.approx(0.005 / 0.0052)
     assert s["kernel_sum_over_event"] == pytest.approx(0.25) and s["queued"]["covered"] == 5

@@ -7,8 +7,7 @@ import textwrap
 import pytest
 
 from roofline_ext.runner import task_timing
-from roofline_ext.runner.analyze import analyze_task
-from roofline_ext.runner.kernel_profile import attach_profile
+from roofline_ext.runner.analyze import assess_task
 from roofline_ext.tasks.counting import count_task
 
 TINY = """
@@ -55,9 +54,8 @@ def test_kernels_are_timed_and_mapped(timed):
 @pytest.mark.gpu
 def test_profile_on_the_ops_with_floors(timed):
     p, r = timed
-    result = analyze_task(p, None, per_op=True, t_ref_ms=r["t_ref_ms"], measured=None,
-                          counts=count_task(p, ops=True))
-    attach_profile(result, r["kernel_profile"], l2_tbps=None)
+    result = assess_task(p, None, per_op=True, t_ref_ms=r["t_ref_ms"], measured=None,
+                         counts=count_task(p, ops=True), profile=r["kernel_profile"], l2_tbps=None).to_dict()
     summary = result["kernel_profile"]
     assert summary["matched_ops"] == summary["profiled_ops"] == summary["counted_ops"]
     assert summary["breaches"]["all_roofs"] == []

@@ -1,13 +1,16 @@
-"""Analysis of task files against a GPU's roofs: one task (:func:`analyze_task`) or a folder of them
-(:func:`analyze_batch`), without running anything on a GPU.
+"""Analysis of task files against a GPU's roofs: one task (:func:`assess_task`, typed;
+:func:`analyze_task`, its dict) or a folder of them (:func:`assess_batch`, :func:`analyze_batch`),
+without running anything on a GPU.
 
-Kept apart from the CLI so that timing (``--time``/``--new``) can add ``t_ref_ms``/``t_new_ms`` to
-:func:`analyze_task` and reuse the batch loop unchanged.
+Here a task is counted where no worker counted it and its roofs are resolved; the result itself is
+assembled by :func:`roofline_ext.model.assess.assess`, with the reference's timing and the
+candidates when the caller has them (``--time``/``--new``), so every path gives one shape.
 
 Task files are user code and run in this process when loaded (see :mod:`roofline_ext.tasks.loading`)
-unless :func:`analyze_task` is given counts made elsewhere: the CLI's batch runner
+unless :func:`assess_task` is given counts made elsewhere: the CLI's batch runner
 (:mod:`roofline_ext.runner.batch`) counts in worker processes and only puts the counts on the roofs
-here; :func:`analyze_batch` is the in-process loop that ``--isolation process`` keeps. Each task's failure becomes a result with ``status: "error"`` and a one-line ``error``; the batch
+here; :func:`assess_batch` is the in-process loop that ``--isolation process`` keeps. Each task's
+failure becomes a result with ``status: "error"`` and a one-line ``error``; the batch
 goes on, and each result is written to the output files as soon as it exists (temp file +
 ``os.replace``), so an interrupted batch keeps every task finished before the interruption.
 """
@@ -21,18 +24,20 @@ import sys
 import traceback
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Protocol
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, TypeVar
 
-from ..errors import RooflineError, UserError
-from ..model.floors import roofline_result
-from ..model.ops import attach_ops
+from ..errors import UserError
+from ..model.assess import CandidateResult, ErrorResult, TaskResult, assess
 from ..model.gpu import GpuChoice, resolve_gpu
 from ..model.roofs import RoofSet
 from ..peaks.cache import cached_peaks, find_cached
 from ..peaks.measured import MeasuredPeaks
 from ..report.progress import Progress
 from ..tasks.counting import Counts, count_task, require_torch
-from ..tasks.loading import TaskError, load_task, task_names
+from ..tasks.loading import load_task, task_names
+
+R = TypeVar("R")
+
 
 class ResultSink(Protocol):
     """Where a batch hands each result as soon as it exists (a ``ResultsWriter``, or an adapter)."""
@@ -40,7 +45,7 @@ class ResultSink(Protocol):
     def add(self, result: Mapping[str, Any]) -> None: ...
 
 
-__all__ = ["analyze_task", "analyze_batch", "calibration_for", "error_result", "measured_peaks_for", "resolve_roofs",
+__all__ = ["analyze_task", "assess_task", "assess_batch", "analyze_batch", "calibration_for", "error_result", "measured_peaks_for", "resolve_roofs",
            "ROOF_SET_KEY"]
 
 #: The private key (stripped by ``report.writers.public``, so never JSON) under which every result
@@ -168,17 +173,6 @@ def _quiet_torch_logs():
         log.setLevel(level)
 
 
-def _roof_dtype(counts) -> tuple[str, str | None]:
-    """dtype for the compute roof, and a note when it is a stand-in."""
-    if counts.compute_dtype is not None:
-        note = None
-        if counts.dtype == "mixed":
-            note = (f"mixed dtypes {', '.join(counts.dtypes)}: the {counts.compute_dtype} roof "
-                    "(the fastest present) is used, so the floor stays a floor")
-        return counts.compute_dtype, note
-    return "torch.float32", "no floating-point tensors: the float32 roof is used"
-
-
 def _count_here(path: str | os.PathLike, dtype: str | None, ops: bool = False) -> Counts:
     require_torch()  # before the task's own `import torch` fails with a less helpful message
     with task_sandbox():
@@ -212,9 +206,41 @@ def analyze_task(
     True looks up the calibration cache for this GPU and ``regime``; a mapping is used as is;
     None/False means no measured roof. ``counts``: the task's counts made elsewhere (the runner
     counts in a worker process); the file is then not loaded here. ``roofs``: the GPU's roofs as
-    the run resolved them once (:func:`resolve_roofs`); given, ``measured`` is not looked at. The
-    result carries them under :data:`ROOF_SET_KEY`. Raises ``TaskError`` for a bad task file.
+    the run resolved them once (:func:`resolve_roofs`); given, ``measured`` is not looked at.
+
+    The dict view of :func:`assess_task`'s :class:`TaskResult`, for the callers of this public
+    function: its JSON keys, and the typed result's attributes under private keys (never JSON):
+    ``_result`` (the floors, :class:`RooflineResult`), ``_roofline`` (their dict, for
+    ``describe``), ``_no_roofline`` (why there is none) and :data:`ROOF_SET_KEY` (the roofs).
+    Raises ``TaskError`` for a bad task file.
     """
+    result = assess_task(path, gpu, dtype, regime=regime, strict_fp32=strict_fp32, t_ref_ms=t_ref_ms,
+                         t_new_ms=t_new_ms, measured=measured, include_ops=include_ops, counts=counts,
+                         per_op=per_op, roofs=roofs)
+    return {**result.to_dict(), "_result": result.roofline, "_roofline": result.roofline_dict(),
+            "_no_roofline": result.no_roofline, ROOF_SET_KEY: result.roof_set}
+
+
+def assess_task(
+    path: str | os.PathLike,
+    gpu: GpuChoice | str | None = None,
+    dtype: str | None = None,
+    *,
+    regime: str = "burst",
+    strict_fp32: bool = False,
+    measured: Mapping[str, float] | None | bool = True,
+    counts: Counts | None = None,
+    per_op: bool = False,
+    roofs: RoofSet | None = None,
+    timing: Mapping[str, Any] | None = None,
+    candidates: Sequence[CandidateResult] = (),
+    **assessing: Any,
+) -> TaskResult:
+    """:func:`analyze_task`'s work as a typed :class:`TaskResult` (:func:`roofline_ext.model.assess.assess`):
+    the task counted here unless ``counts`` are given, on the roofs resolved here unless ``roofs``
+    are given, with the reference's ``timing``, the ``candidates`` and what else ``assess`` takes
+    (``profile``, ``l2_tbps``, ``energy_costs``, ``judged``, ``t_ref_ms``/``t_new_ms``,
+    ``include_ops``). Raises ``TaskError`` for a bad task file."""
     if regime not in REGIMES:
         raise UserError(f"unknown regime {regime!r}; choose one of: {', '.join(REGIMES)}")
     choice = gpu if isinstance(gpu, GpuChoice) else resolve_gpu(gpu)
@@ -222,121 +248,18 @@ def analyze_task(
         counts = _count_here(path, dtype, ops=per_op)
     if per_op and counts.ops is None:
         raise UserError(f"{path}: per-op results need counts made with ops=True")
-    _require_output(counts)
-
     if roofs is None:
         roofs = resolve_roofs(choice, measured, regime)
     elif roofs.regime != regime:
         raise ValueError(f"the roofs were resolved for the {roofs.regime} regime, the task asks for {regime}")
-    roof_dtype, dtype_note = _roof_dtype(counts)
-    # The floors are computed from the very peaks the result carries (roofs), which the charts draw.
-    typed = roofline_result(
-        counts.flops, counts.bytes, roof_dtype, choice.sheet if choice.sheet is not None else choice.name,
-        t_ref_ms, t_new_ms, simt_flops=counts.simt_flops, strict_fp32=strict_fp32,
-        derived=roofs.derived_peaks, measured=roofs.measured_peaks,
-        read_bytes=counts.input_bytes + counts.param_bytes, write_bytes=counts.output_bytes,
-    )
-    if typed is not None and per_op:
-        typed = attach_ops(typed, counts.ops or ())
-    r = typed.to_dict() if typed is not None else None
-    notes = list(counts.notes)
-    if dtype_note:
-        notes.append(dtype_note)
-    no_roofline = None if r is not None else _no_roofline_reason(counts, choice)
-    if no_roofline:
-        notes.append(f"no roofline: {no_roofline}")
-
-    result = _result_dict(counts, choice, regime, strict_fp32, roof_dtype, r, t_ref_ms, t_new_ms, notes)
-    if include_ops:
-        result["by_op"] = counts.by_op
-    if per_op:
-        result["ops"] = (r or {}).get("ops") or [dict(o.to_dict(), floors_ms={}, limiters={})
-                                                 for o in counts.ops or ()]
-        result["unfused"] = {"read_bytes": counts.unfused_read_bytes, "write_bytes": counts.unfused_write_bytes,
-                             "bytes": counts.unfused_bytes, **((r or {}).get("unfused") or {})}
-    # The typed result (RooflineResult, with ops), for callers that want it: not JSON output.
-    result["_result"] = typed
-    # The roofline() dict itself, for describe(); not JSON output (it repeats the fields above).
-    result["_roofline"] = r
-    result["_no_roofline"] = no_roofline
-    result[ROOF_SET_KEY] = roofs
-    return result
-
-
-def _result_dict(counts: Counts, choice: GpuChoice, regime: str, strict_fp32: bool, roof_dtype: str | None,
-                 r: dict[str, Any] | None, t_ref_ms: float | None, t_new_ms: float | None,
-                 notes: list[str]) -> dict[str, Any]:
-    """The task's JSON keys, from its counts and its roofline dict ``r`` (None: no roofline)."""
-    return {
-        "task": counts.task,
-        "path": counts.path,
-        "status": "ok",
-        "model": counts.model,
-        "has_model_new": counts.has_model_new,
-        "mode": counts.mode,  # the mode the model was counted in (docs/counting.md)
-        "flops": counts.flops,
-        "simt_flops": counts.simt_flops,
-        "total_flops": counts.total_flops,
-        "flops_flopcounter": counts.flops_flopcounter,
-        "bytes": counts.bytes,
-        "input_bytes": counts.input_bytes,
-        "param_bytes": counts.param_bytes,
-        "output_bytes": counts.output_bytes,
-        "dtype": counts.dtype,
-        "dtypes": counts.dtypes,
-        "compute_dtype": roof_dtype,
-        "cast": counts.cast,
-        "arithmetic_intensity": counts.arithmetic_intensity,
-        "inputs": counts.inputs,
-        "outputs": counts.outputs,
-        "gpu": choice.name,
-        "gpu_source": choice.source,
-        "sku": choice.sheet.name if choice.sheet is not None else None,
-        "regime": regime,
-        "strict_fp32": strict_fp32,
-        "t_min_ms": r["t_min_ms"] if r else None,
-        "bound": r["bound"] if r else None,
-        "primary_roof": r["primary_roof"] if r else None,
-        "compute_unit": r["unit"] if r else None,
-        "roofs": r["roofs"] if r else {"datasheet": None, "derived": None, "measured": None},
-        "t_ref_ms": t_ref_ms,
-        "t_new_ms": t_new_ms,
-        "ref_roofline_frac": r.get("ref_roofline_frac") if r else None,
-        "roofline_frac": r.get("roofline_frac") if r else None,
-        "impossible": bool(r and r["impossible"]),
-        "count_seconds": counts.seconds,
-        "notes": notes,
-    }
-
-
-def _require_output(counts) -> None:
-    """A forward that returns no tensor (None, a number, a string) writes nothing a floor could
-    count: that is a broken task, not a floor of zero."""
-    if counts.outputs:
-        return
-    also = "" if counts.inputs else "; get_inputs() gave no tensor either"
-    raise TaskError(f"{counts.path}: Model.forward() returned no tensor{also}: a task's forward returns "
-                    "its result tensor(s)", kind="forward", path=counts.path)
-
-
-def _no_roofline_reason(counts, choice: GpuChoice) -> str:
-    """Why a counted task has no floor, in words: no bytes, or no peaks for this GPU."""
-    if not counts.bytes:
-        return ("the task reads and writes 0 bytes (only empty tensors), so it has no floor "
-                "on any GPU")
-    return f"no datasheet, derived or measured peaks are known for {choice.name}"
+    return assess(counts, roofs, timing, candidates, gpu=choice, regime=regime, strict_fp32=strict_fp32,
+                  per_op=per_op, **assessing)
 
 
 def error_result(path: str | os.PathLike, exc: BaseException) -> dict[str, Any]:
-    """The record of a task that failed: its one-line reason and the step that failed."""
-    kind = getattr(exc, "kind", None)
-    if kind is None:
-        kind = "error" if isinstance(exc, RooflineError) else "internal"
-    message = " ".join(str(exc).split()) or type(exc).__name__
-    if kind == "internal":
-        message = f"{type(exc).__name__}: {message}"
-    return {"task": Path(path).stem, "path": str(path), "status": "error", "error_kind": kind,
-            "error": message}
+    """The record of a task that failed: its one-line reason and the step that failed
+    (:meth:`ErrorResult.from_exception`'s keys)."""
+    return ErrorResult.from_exception(path, exc).to_dict()
 
 
 # --- a batch ----------------------------------------------------------------------------------------
@@ -361,29 +284,59 @@ def analyze_batch(
     up once for the whole batch. ``analyze`` replaces :func:`analyze_task` (same
     signature), for callers that add timing. Ctrl-C stops the batch; results so far are kept.
     """
-    task_paths = [Path(p) for p in paths]
     choice = gpu if isinstance(gpu, GpuChoice) else resolve_gpu(gpu)
     # The roofs are per GPU, not per task: resolve them once. A caller's own ``analyze`` (timing)
     # gets the measured peaks they hold; analyze_task gets the roof set itself.
     roofs = resolve_roofs(choice, measured, regime)
-    measured = roofs.measured_peaks
     analyze = analyze or functools.partial(analyze_task, roofs=roofs)
-    results: list[dict[str, Any]] = []
+
+    def named(result: dict[str, Any], name: str) -> dict[str, Any]:
+        result["task"] = name
+        if writer is not None:
+            writer.add(result)
+        return result
+
+    def one(p: Path) -> dict[str, Any]:
+        assert analyze is not None
+        return analyze(p, choice, dtype, regime=regime, strict_fp32=strict_fp32, measured=roofs.measured_peaks)
+
+    return _each_task(paths, one, error_result, named, progress=progress, debug=debug)
+
+
+def assess_batch(paths: Iterable[str | os.PathLike], assess_one: Callable[[Path], TaskResult | ErrorResult], *,
+                 writer: ResultSink | None = None, progress: bool = True,
+                 debug: bool = False) -> list[TaskResult | ErrorResult]:
+    """:func:`analyze_batch` with typed results: ``assess_one(path)`` is the task's
+    :class:`TaskResult`; a failing task becomes an :class:`ErrorResult`. ``writer`` gets each
+    result's JSON dict as soon as it exists."""
+    def named(result: TaskResult | ErrorResult, name: str) -> TaskResult | ErrorResult:
+        result = result.with_run(task=name)
+        if writer is not None:
+            writer.add(result.to_dict())
+        return result
+
+    return _each_task(paths, assess_one, ErrorResult.from_exception, named, progress=progress, debug=debug)
+
+
+def _each_task(paths: Iterable[str | os.PathLike], analyze: Callable[[Path], R],
+               failed: Callable[[Path, BaseException], R], named: Callable[[R, str], R], *,
+               progress: bool, debug: bool) -> list[R]:
+    """The in-process loop: each task analyzed, a failure its error result, each result named
+    (``named``: its name in the batch, and handed on) as soon as it exists."""
+    task_paths = [Path(p) for p in paths]
+    results: list[R] = []
     names = task_names(task_paths)  # a folder of folders: "level1/19_ReLU"
     with Progress(len(task_paths), enabled=progress) as bar:
         for p, name in zip(task_paths, names):
             bar.start(p.name)
             try:
-                result = analyze(p, choice, dtype, regime=regime, strict_fp32=strict_fp32, measured=measured)
+                result = analyze(p)
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # SystemExit from a task too; only Ctrl-C ends a batch
                 if debug:
                     traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-                result = error_result(p, exc)
-            result["task"] = name
-            results.append(result)
-            if writer is not None:
-                writer.add(result)
+                result = failed(p, exc)
+            results.append(named(result, name))
             bar.advance(p.name)
     return results

@@ -13,7 +13,7 @@ pool kills its workers and every result finished before it stays written.
 
 ``isolation="fresh"`` gives every job a worker of its own (slower; no two tasks share a process).
 ``isolation="process"`` runs the first versions' path instead, for comparison: counting in this
-process and timing in a fresh interpreter per task (:func:`.timed.analyze_and_time`).
+process and timing in a fresh interpreter per task (:func:`.timed.assess_and_time`).
 """
 from __future__ import annotations
 
@@ -32,12 +32,15 @@ from ..model.gpu import GpuChoice
 from ..tasks.counting import Counts
 from ..tasks.loading import task_names
 from ..timestamps import process_age_s
-from .analyze import analyze_batch, analyze_task, error_result, resolve_roofs
+from ..model.assess import CandidateResult, ErrorResult, TaskResult, assess_failed
+from .analyze import assess_batch, assess_task, resolve_roofs
 from .candidates import Candidate
 from .jobs import COUNT, GPU_BACKEND, TIME_CANDIDATE, TIME_REFERENCE
 from .pool import Job, Outcome, Pool, capped_jobs, default_jobs
 from .stop_signals import stop_on_signals, stopped_line
-from .timed import analyze_and_time, attach_energy_floor, candidate_record, merge_judged, merge_timing
+from .timed import assess_and_time, candidate_record
+
+Result = TaskResult | ErrorResult
 
 ISOLATIONS = ("pool", "fresh", "process")
 # What timing jobs run, by name, in the timing workers. Module-level so that tests can point them
@@ -130,9 +133,17 @@ class TaskFailed(RooflineError):
 
 def run_batch(paths: Sequence[str | os.PathLike], gpu: GpuChoice, opts: BatchOptions, *, writer=None,
               progress: bool = False) -> list[dict[str, Any]]:
-    """Analyze (and with ``opts.timing`` time) every task in ``paths``; one result per task, in order.
+    """:func:`run_tasks`, each result as its JSON dict."""
+    return [r.to_dict() for r in run_tasks(paths, gpu, opts, writer=writer, progress=progress)]
 
-    ``writer``: gets ``add(result, index)`` for each result as it exists. ``progress``: show the
+
+def run_tasks(paths: Sequence[str | os.PathLike], gpu: GpuChoice, opts: BatchOptions, *, writer=None,
+              progress: bool = False) -> list[Result]:
+    """Analyze (and with ``opts.timing`` time) every task in ``paths``; one typed result per task
+    (:class:`~roofline_ext.model.assess.TaskResult`, or :class:`~roofline_ext.model.assess.ErrorResult`
+    for a task that failed), in order.
+
+    ``writer``: gets ``add(result, index)`` for each result's JSON dict as it exists. ``progress``: show the
     progress bar on stderr. Raises ``KeyboardInterrupt`` on Ctrl-C (results so far are with the
     writer) and ``GpuUnavailableError`` when no timing worker can use its GPU.
     """
@@ -209,7 +220,7 @@ class _Batch:
         self.paths, self.gpu, self.opts = paths, gpu, opts
         self.names = task_names(paths)
         self.writer, self.progress, self.pool = writer, progress, pool
-        self.results: list[dict[str, Any] | None] = [None] * len(paths)
+        self.results: list[Result | None] = [None] * len(paths)
         self.counts: dict[int, tuple[Counts, float]] = {}
         self.in_hand: list[str] = []
         self.judge_seed = opts.judge_seed if opts.judge_seed is not None else secrets.randbelow(2**31 - 1) + 1
@@ -217,7 +228,7 @@ class _Batch:
         self.roofs = resolve_roofs(gpu, opts.measured, opts.regime)
         self.timed_ok = 0  # tasks whose reference was timed: after one, the GPU is known to work
 
-    def run(self) -> list[dict[str, Any]]:
+    def run(self) -> list[Result]:
         if self.opts.timing is not None:
             self.pool.prestart(self.opts.timing.devices)  # CUDA starts while the tasks are counted
             self._count_and_time()
@@ -257,25 +268,25 @@ class _Batch:
         counts = Counts(**out.value)
         counts.path = str(self.paths[i])  # as the user gave it, as counting in-process said it
         if self.opts.timing is None and not self._judged_untimed(i):
-            result = self._analyze(i, counts, wall_s=out.wall_s)
-            if out.replaced:
-                result["worker_replaced"] = out.replaced
+            result = self._assess(i, counts).with_run(wall_s=out.wall_s, worker_replaced=out.replaced)
             self._emit(i, result)
             return False
         self.counts[i] = (counts, out.wall_s)
         return True
 
-    def _analyze(self, i: int, counts: Counts, t_ref=None, t_new=None, wall_s: float | None = None) -> dict[str, Any]:
+    def _assess(self, i: int, counts: Counts, reference: Mapping[str, Any] | None = None,
+                cands: Sequence[CandidateResult] = (), judged: bool = False) -> Result:
+        """The task's result, assembled once (:func:`roofline_ext.model.assess.assess`): its counts
+        on the run's roofs, with the reference's timing, its profile and energy, and the candidates."""
         o = self.opts
+        profile = reference.get("kernel_profile") if reference is not None else None
         try:
-            result = analyze_task(self.paths[i], self.gpu, o.dtype, regime=o.regime, strict_fp32=o.strict_fp32,
-                                  t_ref_ms=t_ref, t_new_ms=t_new, counts=counts, per_op=o.ops,
-                                  roofs=self.roofs)
+            return assess_task(self.paths[i], self.gpu, o.dtype, regime=o.regime, strict_fp32=o.strict_fp32,
+                               counts=counts, per_op=o.ops, roofs=self.roofs, timing=reference, candidates=cands,
+                               profile=profile, l2_tbps=o.l2_tbps, energy_costs=o.energy_costs, judged=judged)
         except RooflineError as exc:  # counted, but no floor to give (a forward that returns nothing)
-            result = error_result(self.paths[i], exc)
-        if wall_s is not None:
-            result["wall_s"] = wall_s
-        return result
+            return assess_failed(ErrorResult.from_exception(self.paths[i], exc), reference, cands, profile,
+                                 l2_tbps=o.l2_tbps)
 
     # --- timing ----------------------------------------------------------------------------------
 
@@ -393,7 +404,7 @@ class _Batch:
         return Job((i, k), TIME_CANDIDATE_FN, kwargs, self._timing().timeout_s, device=device,
                    label=f"time {self.paths[i].stem} ({cand.label})", error_kind="error")
 
-    def _timed_result(self, i: int, w: dict[str, Any]) -> dict[str, Any]:
+    def _timed_result(self, i: int, w: dict[str, Any]) -> Result:
         ref: Outcome = w["ref"]
         counts, count_wall = self.counts[i]
         comp: Outcome | None = w["compiled"]
@@ -420,25 +431,18 @@ class _Batch:
         reference = dict(ref.value)
         if comp is not None:
             reference.update(_compiled_part(comp))
-        result = merge_timing(functools.partial(self._analyze, i, counts), reference, cands,
-                              l2_tbps=self.opts.l2_tbps)
-        attach_energy_floor(result, self.opts.energy_costs)
-        result["wall_s"], result["wall_parts_s"] = sum(walls.values()), walls
         replaced = list(ref.replaced) + (list(comp.replaced) if comp is not None else [])
-        if replaced:
-            result["worker_replaced"] = replaced
-        return result
+        return self._assess(i, counts, reference, cands).with_run(wall_s=sum(walls.values()), wall_parts_s=walls,
+                                                                   worker_replaced=replaced)
 
     @staticmethod
-    def _candidate(spec: Candidate, out: Outcome) -> dict[str, Any]:
+    def _candidate(spec: Candidate, out: Outcome) -> CandidateResult:
         name = str(spec.path) if spec.path else "ModelNew in task"
         if not out.ok:
             rec = candidate_record(name, spec.sample, kind=out.kind, error=out.error, wall_s=out.wall_s)
         else:
             rec = candidate_record(name, spec.sample, out.value, wall_s=out.wall_s)
-        if out.replaced:
-            rec["worker_replaced"] = out.replaced
-        return rec
+        return rec.with_replaced(out.replaced)
 
     # --- judging without timing (--new without --time) ------------------------------------------
 
@@ -466,9 +470,8 @@ class _Batch:
             if w["left"] == 0:
                 counts, count_wall = self.counts[i]
                 records = [self._candidate(spec, o) for spec, o in zip(w["specs"], w["cands"])]
-                result = merge_judged(self._analyze(i, counts), records)
-                result["wall_s"] = count_wall + sum(o.wall_s for o in w["cands"])
-                self._emit(i, result)
+                result = self._assess(i, counts, cands=records, judged=True)
+                self._emit(i, result.with_run(wall_s=count_wall + sum(o.wall_s for o in w["cands"])))
 
     # --- results and progress --------------------------------------------------------------------
 
@@ -498,12 +501,12 @@ class _Batch:
         else:
             print(text, file=sys.stderr)
 
-    def _emit(self, i: int, result: dict[str, Any]) -> None:
+    def _emit(self, i: int, result: Result) -> None:
         if len(self.paths) > 1:
-            result["task"] = self.names[i]  # a folder of folders: "level1/19_ReLU"
+            result = result.with_run(task=self.names[i])  # a folder of folders: "level1/19_ReLU"
         self.results[i] = result
         if self.writer is not None:
-            self.writer.add(result, i)
+            self.writer.add(result.to_dict(), i)
         if self.progress is not None:
             self.progress.advance(self.paths[i].name)
 
@@ -520,37 +523,40 @@ def _compiled_part(out: Outcome) -> dict[str, Any]:
 
 
 def _error(path: Path, kind: str | None, error: str | None, wall_s: float | None = None,
-           replaced: Sequence[str] = ()) -> dict[str, Any]:
-    """A failed task's record, with the keys :func:`roofline_ext.runner.analyze.error_result` gives."""
-    rec: dict[str, Any] = {"task": path.stem, "path": str(path), "status": "error", "error_kind": kind or "internal",
-                           "error": error or "failed without a message"}
-    if wall_s is not None:
-        rec["wall_s"] = wall_s
-    if replaced:
-        rec["worker_replaced"] = list(replaced)
-    return rec
+           replaced: Sequence[str] = ()) -> ErrorResult:
+    """A failed task's record (an :class:`~roofline_ext.model.assess.ErrorResult`)."""
+    rec = ErrorResult(path.stem, str(path), kind or "internal", error or "failed without a message")
+    return rec.with_run(wall_s=wall_s, worker_replaced=replaced)
 
 
 # --- the first versions' path, for comparison -----------------------------------------------------
 
-def _process_path(paths: list[Path], gpu: GpuChoice, opts: BatchOptions, writer, progress: bool) -> list[dict[str, Any]]:
-    # Untimed, each task is put on the roofs resolved here once (timed, analyze_and_time resolves its own).
-    analyze = functools.partial(analyze_task, per_op=opts.ops, roofs=resolve_roofs(gpu, opts.measured, opts.regime))
+def _process_path(paths: list[Path], gpu: GpuChoice, opts: BatchOptions, writer, progress: bool) -> list[Result]:
     if opts.ops and opts.timing is not None:
         raise RooflineError("--ops with --time profiles the reference in the pool's timing worker: "
                             "leave out --isolation process")
+    roofs = resolve_roofs(gpu, opts.measured, opts.regime)
+    # Untimed, each task is put on the roofs resolved here once (timed, assess_and_time resolves its own).
+    analyze: Any = functools.partial(assess_task, per_op=opts.ops, roofs=roofs)
     if opts.timing is not None:
         t = opts.timing
         new = _single_candidate_file(paths, opts)
         # The first versions' path times a fixed count (--trials, else their 100), as they did.
         fixed = t.trials if t.trials is not None else DEFAULT_TRIALS
-        analyze = functools.partial(analyze_and_time, new=new, trials=fixed, warmup=t.warmup, compile=t.compile,
+        analyze = functools.partial(assess_and_time, new=new, trials=fixed, warmup=t.warmup, compile=t.compile,
                                     device=t.devices[0], timeout_s=t.timeout_s, inputs=t.inputs,
                                     correct_trials=t.correct_trials)
+
+    def one(p: Path) -> Result:
+        import time
+
+        t0 = time.perf_counter()
+        result = analyze(p, gpu, opts.dtype, regime=opts.regime, strict_fp32=opts.strict_fp32,
+                         measured=roofs.measured_peaks)
+        return result.with_run(wall_s=time.perf_counter() - t0)
+
     adder = _IndexedAdder(writer) if writer is not None else None
-    return analyze_batch(paths, gpu, opts.dtype, regime=opts.regime, strict_fp32=opts.strict_fp32, writer=adder,
-                         progress=progress, debug=opts.debug, measured=opts.measured,
-                         analyze=_timed_wall(analyze or analyze_task))
+    return assess_batch(paths, one, writer=adder, progress=progress, debug=opts.debug)
 
 
 def _single_candidate_file(paths: list[Path], opts: BatchOptions) -> str | None:
@@ -563,21 +569,8 @@ def _single_candidate_file(paths: list[Path], opts: BatchOptions) -> str | None:
     return str(cands[0].path) if cands else None
 
 
-def _timed_wall(fn):
-    import time
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        t0 = time.perf_counter()
-        result = fn(*args, **kwargs)
-        result["wall_s"] = time.perf_counter() - t0
-        return result
-
-    return wrapper
-
-
 class _IndexedAdder:
-    """``analyze_batch`` calls ``writer.add(result)`` in task order: give the index ourselves."""
+    """``assess_batch`` calls ``writer.add(result)`` in task order: give the index ourselves."""
 
     def __init__(self, writer) -> None:
         self.writer, self.n = writer, 0

@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 
 from ...errors import UserError
 from ...model.floors import ROOF_NAMES
+from ...model.assess import TaskResult
 from ...model.gpu import GpuChoice, resolve_gpu
 from ...model.verdict import JUDGE_MODES, Verdict, verdict_text
 from ...peaks.units import TASK_DTYPES, UNIT, task_dtype_name
@@ -35,9 +36,9 @@ from ...report.outputs import check_outputs
 from ...report.summary import BatchWriter, batch_summary, summary_table
 from ...report.writers import dumps, public, summarize, write_atomic
 from ...measure.timing import DEFAULT_MAX_TIME_S, DEFAULT_PRECISION
-from ...runner.analyze import REGIMES, ROOF_SET_KEY, calibration_for, measured_peaks_for
+from ...runner.analyze import REGIMES, calibration_for, measured_peaks_for
 from ...runner.batch import (DEFAULT_COUNT_TIMEOUT_S, DEFAULT_TIME_TIMEOUT_S, ISOLATIONS, BatchOptions, TaskFailed,
-                             TimingOptions, run_batch)
+                             TimingOptions, run_batch, run_tasks)
 
 DTYPES = tuple(TASK_DTYPES)
 
@@ -372,13 +373,14 @@ def _energy_plot(args: argparse.Namespace, results: Sequence[Mapping[str, Any]],
 # --- one task ---------------------------------------------------------------------------------------
 
 def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
-    result = run_batch([target], gpu, _options(args, gpu, [target]))[0]
-    if result["status"] != "ok":
+    typed = run_tasks([target], gpu, _options(args, gpu, [target]))[0]
+    result = typed.to_dict()
+    if not isinstance(typed, TaskResult) or result["status"] != "ok":
         raise TaskFailed(result["error"], result.get("error_kind"))
     if args.plot:
         # The chart draws the roofs the analysis used: the RoofSet the run resolved once and
         # computed the floors with, carried on the result (the chart looks no peaks up).
-        roofs = result.get(ROOF_SET_KEY)
+        roofs = typed.roof_set
         if args.ops:
             from ...report.ops_chart import plot_ops
 
@@ -401,7 +403,7 @@ def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
     # JSON to a file still prints the report: stdout is free, and the person still wants to read it
     # (unless the CSV went there: `--csv -` is for a pipe).
     if args.csv != "-":
-        print(_text_report(result, gpu))
+        print(_text_report(result, gpu, typed))
     if args.ops:
         from ...report.ops_table import ops_report
 
@@ -469,10 +471,10 @@ def _peak(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
-def _text_report(result: Mapping[str, Any], gpu: GpuChoice) -> str:
+def _text_report(result: Mapping[str, Any], gpu: GpuChoice, typed: TaskResult) -> str:
     from ...report.text import describe
 
-    lines = [describe(result.get("_roofline"), gpu.name, why_none=result.get("_no_roofline")), ""]
+    lines = [describe(typed.roofline_dict(), gpu.name, why_none=typed.no_roofline), ""]
     model_note = " (also defines ModelNew; the floor is the reference Model's)" if result["has_model_new"] else ""
 
     def joined(shapes: list[str]) -> str:
