@@ -191,11 +191,16 @@ def test_batch_norm_shortcut_with_the_fake_mode_is_the_fake_result(fake_mode, sh
     assert len({g.untyped_storage()._cdata for g in got} | {args[0].untyped_storage()._cdata}) == 4
 
 
-@pytest.mark.parametrize("op", [aten.zeros.default, aten.ones.default])
+@pytest.mark.parametrize("op", [aten.zeros.default, aten.ones.default, aten.rand.default, aten.randn.default])
 @pytest.mark.parametrize("size", [(4, 5), (3,), (), (0, 2), (2, 3, 4, 5)])
 @pytest.mark.parametrize("kwargs", [{}, {"dtype": torch.float16}, {"dtype": torch.int64}, {"dtype": torch.bool},
-                                    {"device": torch.device("cpu"), "pin_memory": False}, {"layout": torch.strided}])
-def test_zeros_and_ones_shortcuts_are_the_fake_result(fake_mode, op, size, kwargs):
+                                    {"device": torch.device("cpu"), "pin_memory": False}, {"layout": torch.strided},
+                                    {"dtype": torch.bfloat16}, {"dtype": torch.float64}])
+def test_zeros_ones_and_random_shortcuts_are_the_fake_result(fake_mode, op, size, kwargs):
+    if op in (aten.rand.default, aten.randn.default) and kwargs.get("dtype") in (torch.int64, torch.bool):
+        assert _fake_mode_shortcuts(fake_mode)[op]((list(size),), dict(kwargs)) is None  # the op's own check
+        return
+    rng = torch.random.get_rng_state()
     got = _fake_mode_shortcuts(fake_mode)[op]((list(size),), dict(kwargs))
     want = op(list(size), **kwargs)
     assert got is not None
@@ -203,10 +208,14 @@ def test_zeros_and_ones_shortcuts_are_the_fake_result(fake_mode, op, size, kwarg
     assert got.untyped_storage().nbytes() == want.untyped_storage().nbytes()
     assert got.constant is None and want.constant is None  # the fake mode keeps no values for them either
     assert got.untyped_storage()._cdata != want.untyped_storage()._cdata  # a storage of its own
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes():
+        assert torch.equal(torch.random.get_rng_state(), rng)  # nothing drawn, by either
 
 
-@pytest.mark.parametrize("op", [aten.zeros.default, aten.ones.default])
-def test_zeros_and_ones_shortcuts_decline_other_requests(fake_mode, op):
+@pytest.mark.parametrize("op", [aten.zeros.default, aten.ones.default, aten.rand.default, aten.randn.default])
+def test_zeros_ones_and_random_shortcuts_decline_other_requests(fake_mode, op):
     shortcut = _fake_mode_shortcuts(fake_mode)[op]
     assert shortcut(([2, 3],), {"device": torch.device("meta")}) is None
     assert shortcut(([2, 3],), {"dtype": torch.complex64}) is None
