@@ -189,3 +189,71 @@ def test_batch_norm_shortcut_with_the_fake_mode_is_the_fake_result(fake_mode, sh
     assert [_meta(t) for t in got] == [_meta(t) for t in want]
     assert all(g.fake_mode is fake_mode and g.constant is None for g in got)
     assert len({g.untyped_storage()._cdata for g in got} | {args[0].untyped_storage()._cdata}) == 4
+
+
+@pytest.mark.parametrize("op", [aten.zeros.default, aten.ones.default, aten.rand.default, aten.randn.default])
+@pytest.mark.parametrize("size", [(4, 5), (3,), (), (0, 2), (2, 3, 4, 5)])
+@pytest.mark.parametrize("kwargs", [{}, {"dtype": torch.float16}, {"dtype": torch.int64}, {"dtype": torch.bool},
+                                    {"device": torch.device("cpu"), "pin_memory": False}, {"layout": torch.strided},
+                                    {"dtype": torch.bfloat16}, {"dtype": torch.float64}])
+def test_zeros_ones_and_random_shortcuts_are_the_fake_result(fake_mode, op, size, kwargs):
+    if op in (aten.rand.default, aten.randn.default) and kwargs.get("dtype") in (torch.int64, torch.bool):
+        assert _fake_mode_shortcuts(fake_mode)[op]((list(size),), dict(kwargs)) is None  # the op's own check
+        return
+    rng = torch.random.get_rng_state()
+    got = _fake_mode_shortcuts(fake_mode)[op]((list(size),), dict(kwargs))
+    want = op(list(size), **kwargs)
+    assert got is not None
+    assert _meta(got) == _meta(want) and got.fake_mode is want.fake_mode is fake_mode
+    assert got.untyped_storage().nbytes() == want.untyped_storage().nbytes()
+    assert got.constant is None and want.constant is None  # the fake mode keeps no values for them either
+    assert got.untyped_storage()._cdata != want.untyped_storage()._cdata  # a storage of its own
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes():
+        assert torch.equal(torch.random.get_rng_state(), rng)  # nothing drawn, by either
+
+
+@pytest.mark.parametrize("op", [aten.zeros.default, aten.ones.default, aten.rand.default, aten.randn.default])
+def test_zeros_ones_and_random_shortcuts_decline_other_requests(fake_mode, op):
+    shortcut = _fake_mode_shortcuts(fake_mode)[op]
+    assert shortcut(([2, 3],), {"device": torch.device("meta")}) is None
+    assert shortcut(([2, 3],), {"dtype": torch.complex64}) is None
+    assert shortcut(([2, -1],), {}) is None
+    assert make_shortcuts()[op](([2, 3],), {}) is None  # no fake mode given
+
+
+@pytest.mark.parametrize("make", [lambda: torch.empty(4, 5), lambda: torch.empty(4, 5)[1:3], lambda: torch.empty(3, 4).t(),
+                                  lambda: torch.empty(2, 1, 4).expand(2, 3, 4), lambda: torch.empty(0),
+                                  lambda: torch.empty((), dtype=torch.int64), lambda: torch.empty(3, dtype=torch.float16)])
+def test_detach_shortcut_is_the_fake_result(fake_mode, make):
+    x = make()
+    got = _fake_mode_shortcuts(fake_mode)[aten.detach.default]((x,), {})
+    want = aten.detach.default(x)
+    assert got is not None and got is not x
+    assert _meta(got) == _meta(want) and got.fake_mode is want.fake_mode is fake_mode
+    assert got._is_view() == want._is_view() and got.constant is None
+    # the input's storage, and its version counter (an in-place op on one is seen by the others)
+    assert got.untyped_storage()._cdata == want.untyped_storage()._cdata == x.untyped_storage()._cdata
+    x.add_(1)
+    assert got._version == want._version == x._version
+
+
+def test_detach_shortcut_declines_real_constant_and_foreign_tensors(fake_mode):
+    shortcut = _fake_mode_shortcuts(fake_mode)[aten.detach.default]
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes():
+        real = torch.zeros(3)
+        other = FakeTensorMode().from_tensor(real)  # another fake mode's tensor
+    constant = torch.empty(3)
+    constant.constant = real  # a fake tensor that carries values: the fake mode propagates them
+    assert shortcut((real,), {}) is None
+    assert shortcut((constant,), {}) is None
+    assert shortcut((other,), {}) is None
+    assert shortcut((torch.empty(3),), {"extra": 1}) is None
+    x = torch.empty(3)
+    assert make_shortcuts()[aten.detach.default]((x,), {}) is None  # no fake mode given
+    with _disable_current_modes():  # the fake mode not active: declined
+        assert shortcut((x,), {}) is None

@@ -483,3 +483,20 @@ def test_counting_kernelbench_levels_1_to_3_through_the_pool_and_its_memory(tmp_
           f"{peak_pss / 2**30:.2f} GiB (RSS summed {peak_rss / 2**30:.2f} GiB)")
     assert total == 250 and ok >= 245
     assert peak_pss <= 2 * 2**30
+
+
+@pytest.mark.slow
+def test_torch_logs_are_quiet_in_counting_workers_and_as_before_in_timing_workers(tmp_path, monkeypatch):
+    # The fork server quiets torch's logs once, before it forks (worker.quiet_torch_logs), so that no
+    # counting worker pays for setting the level; a timing worker puts it back for its setup.
+    from roofline_ext.runner.analyze import QUIET_TORCH_LOGS
+
+    install_fake_backend(tmp_path, monkeypatch)
+    (tmp_path / "log_level_probe.py").write_text(
+        "import logging\n\ndef level(**_):\n    return logging.getLogger('torch').level\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with Pool(1, backend="fake_gpu_backend") as pool:
+        outs = {o.job.key: o for o in pool.run([Job("count", "log_level_probe:level", {}, 60),
+                                                 Job("time", "log_level_probe:level", {}, 60, device=0)])}
+    assert outs["count"].ok and outs["count"].value == QUIET_TORCH_LOGS
+    assert outs["time"].ok and outs["time"].value != QUIET_TORCH_LOGS

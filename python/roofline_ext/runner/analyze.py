@@ -157,6 +157,10 @@ def _redirect_fd(src: int, dst: int) -> int | None:
     return saved
 
 
+#: The ``torch`` logger's level while a task runs (:func:`_quiet_torch_logs`): nothing it logs shows.
+QUIET_TORCH_LOGS = logging.CRITICAL + 1
+
+
 @contextlib.contextmanager
 def _quiet_torch_logs():
     """torch logs a failed shape function as a 19-line ERROR traceback before the failure reaches
@@ -166,7 +170,14 @@ def _quiet_torch_logs():
         return
     log = logging.getLogger("torch")
     level = log.level
-    log.setLevel(logging.CRITICAL + 1)
+    if level == QUIET_TORCH_LOGS:
+        # Quiet already (a counting worker: its fork server quieted torch's logs before it forked,
+        # worker.quiet_torch_logs): setLevel would clear the cache of every logger (~220 with dynamo
+        # loaded), which in a fresh fork writes ~330 pages that the server shares (1 ms and as many
+        # page faults per task), to change nothing.
+        yield
+        return
+    log.setLevel(QUIET_TORCH_LOGS)
     try:
         yield
     finally:

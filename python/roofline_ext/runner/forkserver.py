@@ -52,12 +52,13 @@ def _warm_up(count: bool) -> dict[str, Any]:
     t0 = time.perf_counter()
     import torch
 
-    from . import jobs, warmup_task, worker  # noqa: F401  (worker: its reply encoder is bound here, before any task)
+    from . import jobs, warmup_task, worker  # worker: its reply encoder is bound here, before any task
 
     if count:  # worth it from the second task on; one task would pay the same in its worker
         jobs.count(warmup_task.__file__)
     if torch.cuda.is_initialized():  # would break every worker that uses the GPU after fork
         raise RuntimeError("CUDA was initialised in the fork server")
+    worker.quiet_torch_logs()  # here, once, not in every counting worker (worker.quiet_torch_logs)
     return {"warm_s": time.perf_counter() - t0}
 
 

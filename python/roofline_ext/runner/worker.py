@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import logging
 import os
 import socket
 import sys
@@ -38,6 +39,30 @@ import traceback
 from typing import Any, Callable, Sequence
 
 from . import channel, compiling, jobs, process_state
+
+
+#: The ``torch`` logger's level before :func:`quiet_torch_logs` (in the fork server), or None.
+_TORCH_LOG_LEVEL: int | None = None
+
+
+def quiet_torch_logs() -> None:
+    """In the fork server, before it forks: the ``torch`` logger at the level that a task's count
+    holds it at (``analyze._quiet_torch_logs``), so that a counting worker need not set it. Setting
+    a logger's level clears the cache of every logger, and in a fresh fork that copies the pages
+    they live on. A reused worker puts the level back (:func:`_restore_torch_logs`)."""
+    from .analyze import QUIET_TORCH_LOGS
+
+    global _TORCH_LOG_LEVEL
+    log = logging.getLogger("torch")
+    _TORCH_LOG_LEVEL = log.level
+    log.setLevel(QUIET_TORCH_LOGS)
+
+
+def _restore_torch_logs() -> None:
+    """A reused (timing) worker: torch's logs as they were before the server quieted them, for what
+    it runs outside a task's sandbox (its setup, ``--compile``'s warm-up)."""
+    if _TORCH_LOG_LEVEL is not None:
+        logging.getLogger("torch").setLevel(_TORCH_LOG_LEVEL)
 
 
 def _resolve(name: str) -> Callable[..., Any]:
@@ -197,6 +222,7 @@ def child_main(role: str, sock_fd: int, options: dict[str, Any]) -> None:
         if role == "once":
             serve_once(sock)
         else:
+            _restore_torch_logs()
             serve_persistent(sock, options["backend"], options.get("device"), options.get("prepare") or (),
                              one_job=bool(options.get("one_job")))
     except BaseException:  # the runner is gone, or a bug of ours: say so on the task's output
