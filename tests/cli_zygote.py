@@ -13,8 +13,8 @@ The server runs no thread and no torch operation before forking, so each child s
 single-threaded process.
 
 ``--no-torch``: torch made unimportable (``sys.modules["torch"] = None``) before anything is
-imported, and only the CLI warmed: the children are the "cheap errors come before torch" cases, which
-would otherwise each start a fresh interpreter (0.4 s) to prove it.
+imported, and only the CLI and the chart modules warmed: the children are the "cheap errors come
+before torch" cases, which would otherwise each start a fresh interpreter (0.4 s) to prove it.
 """
 from __future__ import annotations
 
@@ -29,6 +29,16 @@ def _warm_without_torch() -> None:
     from roofline_ext.cli.app import build_parser
 
     build_parser()  # every command module imported, as each run does
+    _warm_matplotlib()
+
+
+def _warm_matplotlib() -> None:
+    """What a run with ``--plot`` (or ``calibrate --show --plot``) imports before its first check:
+    report/charts.py's ``load_matplotlib`` (1-1.5 s of every such child otherwise; 17 no-torch cases).
+    The same modules, no backend chosen and no figure made: each child still does all of that."""
+    from roofline_ext.report.charts import load_matplotlib
+
+    load_matplotlib()
 
 
 def _warm() -> None:
@@ -39,6 +49,8 @@ def _warm() -> None:
 
     import roofline_ext.cli.app  # noqa: F401
     import roofline_ext.runner.analyze  # noqa: F401
+
+    _warm_matplotlib()
 
 
 def _child(req: dict) -> None:

@@ -229,10 +229,30 @@ def _one_fork_server():
     from roofline_ext.runner.server_start import kept_server
 
     if not supported():
-        yield
+        yield None
         return
-    with kept_server(warm_up=True, lazy=True):
-        yield
+    with kept_server(warm_up=True, lazy=True) as keeper:
+        yield keeper
+
+
+@pytest.fixture(autouse=True)
+def _kept_server_follows_the_environment(_one_fork_server):
+    """A kept server serves only pools of the environment it was started in, and this process's
+    environment changes for good during the session: torch's inductor sets
+    ``TORCHINDUCTOR_CACHE_DIR`` the first time it looks at its cache here, and Dask sets its
+    ``__DASK_PARENT_PID``, ``OMP_NUM_THREADS``, ``MALLOC_TRIM_THRESHOLD_``... where a test uses it.
+    After that every pool of the session started its own server (an ``import torch`` and a warm-up
+    count each: 55 of the slow lane's pools, 2026-12-06). So before each test (its own
+    ``monkeypatch`` not yet applied, the previous test's undone) a kept server started in another
+    environment is let go, and the next pool starts the kept one again in this one: what that pool
+    would have started for itself."""
+    from roofline_ext.runner.server_start import _env_now
+
+    keeper = _one_fork_server
+    server = getattr(keeper, "server", None)
+    if server is not None and not server.in_use and server.env != _env_now():
+        keeper.close()
+    yield
 
 
 @pytest.fixture(autouse=True)
