@@ -116,6 +116,9 @@ SETUPS = Path(__file__).with_suffix(".setups")
 def setup(device):
     with open(SETUPS, "a") as f:  # one line per timing worker started
         f.write(f"{os.getpid()}\\n")
+    slow = SETUPS.with_suffix(".setup_s")  # a set-up as slow as a CUDA context's, where a test asks
+    if slow.exists():
+        time.sleep(float(slow.read_text()))
     return {"device": "CPU stand-in", "index": device, "setup_s": 0.0}
 
 
@@ -253,12 +256,14 @@ def misbehaving_tasks(folder: Path, which=tuple(MISBEHAVING)) -> list[Path]:
 
 
 def install_fake_backend(tmp_path: Path, monkeypatch, name: str = "fake_gpu_backend",
-                         times: dict | None = None, compile_warm_up: bool = True, real_compile: bool = True) -> Path:
+                         times: dict | None = None, compile_warm_up: bool = True, real_compile: bool = True,
+                         setup_s: float = 0.0) -> Path:
     """Write the stand-in, put it on sys.path and make the batch runner's timing jobs use it.
     ``times``: stem of a task or candidate file (``<stem>.compiled`` for its compiled time) -> the
     time in ms it should report. ``compile_warm_up``: the real compiler warm-up on the CPU (about
     10 s on 2 cores), or none. ``real_compile`` False: the ``--compile`` job runs the eager model in
-    place of ``torch.compile(model)`` (for tests of what the document says, not of the compiler)."""
+    place of ``torch.compile(model)`` (for tests of what the document says, not of the compiler).
+    ``setup_s``: how long each timing worker's set-up takes (a CUDA context takes about 0.5 s)."""
     import roofline_ext.runner.batch as batch
 
     folder = tmp_path / "fake_backend"
@@ -268,6 +273,8 @@ def install_fake_backend(tmp_path: Path, monkeypatch, name: str = "fake_gpu_back
         (folder / f"{name}.json").write_text(json.dumps(times))
     if not real_compile:
         (folder / f"{name}.eager").write_text("")
+    if setup_s:
+        (folder / f"{name}.setup_s").write_text(str(setup_s))
     monkeypatch.syspath_prepend(str(folder))
     monkeypatch.setattr(batch, "TIMING_BACKEND", name)
     monkeypatch.setattr(batch, "TIME_REFERENCE_FN", f"{name}:reference")
