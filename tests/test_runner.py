@@ -494,7 +494,7 @@ def test_counting_kernelbench_levels_1_to_3_through_the_pool_and_its_memory(tmp_
 def test_torch_logs_are_quiet_in_counting_workers_and_as_before_in_timing_workers(tmp_path, monkeypatch):
     # The fork server quiets torch's logs once, before it forks (worker.quiet_torch_logs), so that no
     # counting worker pays for setting the level; a timing worker puts it back for its setup.
-    from roofline_ext.runner.analyze import QUIET_TORCH_LOGS
+    from roofline_ext.tasks.sandbox import QUIET_TORCH_LOGS
 
     install_fake_backend(tmp_path, monkeypatch)
     (tmp_path / "log_level_probe.py").write_text(

@@ -25,7 +25,7 @@ def count(path: str, dtype: str | None = None, ops: bool = False) -> dict[str, A
     ``ops``: with its per-op rows."""
     from ..tasks.counting import count_task, require_torch
     from ..tasks.loading import load_task
-    from .analyze import task_sandbox
+    from ..tasks.sandbox import task_sandbox
 
     require_torch()
     with task_sandbox():

@@ -47,10 +47,10 @@ _TORCH_LOG_LEVEL: int | None = None
 
 def quiet_torch_logs() -> None:
     """In the fork server, before it forks: the ``torch`` logger at the level that a task's count
-    holds it at (``analyze._quiet_torch_logs``), so that a counting worker need not set it. Setting
+    holds it at (``tasks.sandbox._quiet_torch_logs``), so that a counting worker need not set it. Setting
     a logger's level clears the cache of every logger, and in a fresh fork that copies the pages
     they live on. A reused worker puts the level back (:func:`_restore_torch_logs`)."""
-    from .analyze import QUIET_TORCH_LOGS
+    from ..tasks.sandbox import QUIET_TORCH_LOGS
 
     global _TORCH_LOG_LEVEL
     log = logging.getLogger("torch")
