@@ -1,14 +1,14 @@
 """Inputs of ``tests/test_model_assess.py``: counted tasks with and without timing, candidates of
 every verdict, a profile, energy, and a task with no floor to give, built without torch or a GPU.
 
-``old_result`` drove the result dict's assembly as it was before ``model/assess.py`` (analyze_task,
-merge_timing, attach_energy_floor, merge_judged and the batch's additions, commit a659413) and wrote
-``tests/data/assess_golden.json`` (``python tests/assess_cases.py OUT`` with that commit's package
-on PYTHONPATH); ``new_result`` is the same case through :func:`roofline_ext.model.assess.assess`.
+``tests/data/assess_golden.json`` was written from these cases by the dict path as it was before
+``model/assess.py`` (analyze_task, merge_timing, attach_energy_floor, merge_judged and the batch's
+additions, at commit a659413); the driver that did it, ``old_result``, is in this file at commit
+524e126, and could only run against that package, so it is not kept here. ``new_result`` is the same
+case through :func:`roofline_ext.model.assess.assess`.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -121,46 +121,6 @@ def _energy_costs(case: dict[str, Any]):
     return {True: costs(), "empty": EnergyCosts(costs={}), None: None}[case.get("costs")]
 
 
-def old_result(case: dict[str, Any]) -> dict[str, Any]:
-    """The case through the old dict path (the package as it was at commit a659413)."""
-    from roofline_ext.errors import RooflineError
-    from roofline_ext.report.writers import public
-    from roofline_ext.runner.analyze import analyze_task, error_result
-    from roofline_ext.runner.timed import attach_energy_floor, candidate_record, merge_judged, merge_timing
-
-    gpu, roofs = _gpu_and_roofs()
-    c = counts(**case.get("counts", {}))
-
-    def analyze(t_ref=None, t_new=None):
-        try:
-            return analyze_task(c.path, gpu, None, counts=c, roofs=roofs, per_op=case.get("per_op", False),
-                                include_ops=case.get("include_ops", True), t_ref_ms=t_ref, t_new_ms=t_new)
-        except RooflineError as exc:
-            return error_result(c.path, exc)
-
-    cands = []
-    for name, sample, value, replaced in case.get("candidates", []):
-        rec = (candidate_record(name, sample, kind=value[0], error=value[1], wall_s=1.0) if isinstance(value, tuple)
-               else candidate_record(name, sample, value, wall_s=1.0))
-        if replaced:
-            rec["worker_replaced"] = replaced
-        cands.append(rec)
-    if case.get("reference") is not None:
-        result = merge_timing(analyze, dict(case["reference"]), cands, l2_tbps=case.get("l2_tbps"))
-        attach_energy_floor(result, _energy_costs(case))
-    elif case.get("judged"):
-        result = merge_judged(analyze(), cands)
-    else:
-        result = analyze(case.get("t_ref_ms"), case.get("t_new_ms"))
-    run = case.get("run", {})
-    for key in ("wall_s", "wall_parts_s", "worker_replaced"):
-        if key in run:
-            result[key] = run[key]
-    if "task" in run:
-        result["task"] = run["task"]
-    return public(result)
-
-
 def new_result(case: dict[str, Any]):
     """The case through :func:`roofline_ext.model.assess.assess` (a :class:`TaskResult`)."""
     from roofline_ext.errors import RooflineError
@@ -185,9 +145,3 @@ def new_result(case: dict[str, Any]):
                                l2_tbps=case.get("l2_tbps"))
     return result.with_run(**case.get("run", {}))
 
-
-if __name__ == "__main__":
-    from roofline_ext.report.writers import dumps
-
-    out = {name: old_result(cases()[name]) for name in cases()}  # fresh inputs each: the old path changed them
-    Path(sys.argv[1]).write_text(dumps(out, indent=1) + "\n")
