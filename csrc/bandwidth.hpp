@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "timing.hpp"
+#include "verification.hpp"
 
 namespace roofline {
 
@@ -33,21 +34,6 @@ struct BwConfig {
   // load "memcpy" (copy only): cudaMemcpyAsync device-to-device, what libraries call for a
   // contiguous copy; the other fields are ignored.
   int bulk_bytes = 0;
-};
-
-// Deliberate faults, so tests can prove that verification fails loudly instead of reporting a
-// number. Never used by measurements.
-enum class BwFault {
-  None,
-  Short,  // the kernel covers only 15/16 of the buffer: the rest stays unread / poisoned
-};
-BwFault parse_bw_fault(const std::string& name);
-
-struct BwVerification {
-  std::string method;           // "checksum" (read patterns) or "spot-check" (written patterns)
-  std::size_t checked_words = 0;  // 32-bit words compared against host-computed values
-  std::uint32_t expected = 0;   // read patterns: checksum the host computed (sum mod 2^32)
-  std::uint32_t observed = 0;   // read patterns: checksum the kernel produced
 };
 
 struct BwResult {
@@ -71,7 +57,7 @@ struct BwResult {
   // steady_clock_s() right after the timed loop's final synchronisation: with the repetition times
   // (back to back on the stream) it places every repetition on the telemetry timeline.
   double timed_end_s = 0;
-  BwVerification verification;
+  Verification verification;  // verification.hpp; a skipped configuration keeps the defaults
   // Non-empty when the configuration cannot run on this device (e.g. no block fits on an SM at
   // this register use, or the copy engine needs sm_90): nothing was timed for it.
   std::string skipped;
@@ -80,10 +66,11 @@ struct BwResult {
 // Measures `pattern` ("read", "write", "copy", "triad") over buffers of `buffer_bytes` each (a
 // multiple of 16) for every configuration in `configs`, on one allocation filled once.
 // Throws std::invalid_argument for bad arguments, CudaError for CUDA failures and
-// VerificationError when any configuration produced wrong output.
+// VerificationError when any configuration produced wrong output. `fault` (every entry point here):
+// None or Short (verification.hpp, Family::Bandwidth), for tests of the verification only.
 std::vector<BwResult> run_bandwidth(int device, const std::string& pattern, std::size_t buffer_bytes,
                                     int reps, int warmup, const std::vector<BwConfig>& configs,
-                                    std::uint32_t seed, BwFault fault = BwFault::None);
+                                    std::uint32_t seed, Fault fault = Fault::None);
 
 // Reads a working set of `working_set_bytes` (meant to fit in L2) `passes` times per launch, with
 // `passes` chosen so one launch moves about `target_bytes_per_launch`. Every variant loads with
@@ -96,7 +83,7 @@ std::vector<BwResult> run_bandwidth(int device, const std::string& pattern, std:
 std::vector<BwResult> run_l2_read(int device, std::size_t working_set_bytes,
                                   std::size_t target_bytes_per_launch, int reps, int warmup,
                                   const std::vector<BwConfig>& configs, std::uint32_t seed,
-                                  BwFault fault = BwFault::None, bool shared_starts = false);
+                                  Fault fault = Fault::None, bool shared_starts = false);
 
 // The configuration run_l2_read's callers get when they name none (BwConfig's default load,
 // nc_na, is not an L2 variant).
@@ -109,7 +96,7 @@ BwConfig l2_default_config();
 // spot-checked like the write pattern's.
 std::vector<BwResult> run_mix(int device, int read_parts, int write_parts, std::size_t buffer_bytes, int reps,
                               int warmup, const std::vector<BwConfig>& configs, std::uint32_t seed,
-                              BwFault fault = BwFault::None);
+                              Fault fault = Fault::None);
 
 // What this build can run: the values each BwConfig field accepts.
 std::vector<int> bandwidth_unrolls(const std::string& pattern = "read");  // or "mix"

@@ -70,12 +70,13 @@ py::dict result_dict(const BwResult& r) {
   d["timed_end_s"] = r.timed_end_s;
   py::dict v;
   v["method"] = r.verification.method;
-  v["checked_words"] = r.verification.checked_words;
+  v["checked_words"] = r.verification.checked;
   if (r.verification.method.find("checksum") != std::string::npos) {
     v["expected"] = r.verification.expected;
     v["observed"] = r.verification.observed;
   }
-  v["passed"] = r.skipped.empty();  // a failed check throws; it never comes back as a result
+  // A failed check throws, so a result's check passed unless the configuration was skipped.
+  v["passed"] = r.verification.passed;
   d["verification"] = v;
   return d;
 }
@@ -90,7 +91,7 @@ void bind_bandwidth(py::module_& m) {
       [](int device, const std::string& pattern, std::size_t buffer_bytes, int reps, int warmup,
          const py::object& configs, std::uint32_t seed, const std::string& fault) {
         const auto cfgs = configs_from(configs);
-        const BwFault f = parse_bw_fault(fault);
+        const Fault f = parse_fault(Family::Bandwidth, fault);
         return results_list(bind::released([&] { return run_bandwidth(device, pattern, buffer_bytes, reps, warmup, cfgs, seed, f); }));
       },
       py::arg("device"), py::arg("pattern"), py::arg("buffer_bytes"), py::arg("reps") = 30,
@@ -107,7 +108,7 @@ void bind_bandwidth(py::module_& m) {
       [](int device, std::size_t working_set_bytes, std::size_t bytes_per_launch, int reps, int warmup,
          const py::object& configs, std::uint32_t seed, const std::string& fault, bool shared_starts) {
         const auto cfgs = configs.is_none() ? std::vector<BwConfig>{l2_default_config()} : configs_from(configs);
-        const BwFault f = parse_bw_fault(fault);
+        const Fault f = parse_fault(Family::Bandwidth, fault);
         return results_list(bind::released([&] {
           return run_l2_read(device, working_set_bytes, bytes_per_launch, reps, warmup, cfgs, seed, f, shared_starts);
         }));
@@ -129,7 +130,7 @@ void bind_bandwidth(py::module_& m) {
       [](int device, int read_parts, int write_parts, std::size_t buffer_bytes, int reps, int warmup,
          const py::object& configs, std::uint32_t seed, const std::string& fault) {
         const auto cfgs = configs_from(configs);
-        const BwFault f = parse_bw_fault(fault);
+        const Fault f = parse_fault(Family::Bandwidth, fault);
         return results_list(bind::released([&] { return run_mix(device, read_parts, write_parts, buffer_bytes, reps, warmup, cfgs, seed, f); }));
       },
       py::arg("device"), py::arg("read_parts"), py::arg("write_parts"), py::arg("buffer_bytes"),

@@ -255,9 +255,10 @@ using namespace bw;
 
 std::vector<BwResult> run_bandwidth(int device, const std::string& pattern_name, std::size_t buffer_bytes,
                                     int reps, int warmup, const std::vector<BwConfig>& configs,
-                                    std::uint32_t seed, BwFault fault) {
+                                    std::uint32_t seed, Fault fault) {
   const PatternSpec& p = parse_pattern(pattern_name);
   validate_common(reps, warmup, configs, p);
+  require_fault(Family::Bandwidth, fault);
   if (buffer_bytes < 16 || buffer_bytes % 16)
     throw std::invalid_argument("buffer_bytes must be a positive multiple of 16, got " + std::to_string(buffer_bytes));
 

@@ -149,9 +149,10 @@ using namespace bw;
 
 std::vector<BwResult> run_l2_read(int device, std::size_t working_set_bytes, std::size_t target_bytes_per_launch,
                                   int reps, int warmup, const std::vector<BwConfig>& configs, std::uint32_t seed,
-                                  BwFault fault, bool shared_starts) {
+                                  Fault fault, bool shared_starts) {
   const PatternSpec& p = spec_of(Pattern::L2Read);
   validate_common(reps, warmup, configs, p);
+  require_fault(Family::Bandwidth, fault);
   for (const auto& c : configs) {
     parse_l2_variant(c.load);  // validate_common has refused the copy engines already
   }
@@ -197,7 +198,7 @@ std::vector<BwResult> run_l2_read(int device, std::size_t working_set_bytes, std
       if (probe.skipped.empty()) own_passes = ref::coprime_passes(passes, probe.blocks);
     }
     args.total_chunks = static_cast<std::uint64_t>(args.nchunks) * own_passes;
-    if (fault == BwFault::Short) args.total_chunks -= std::max<std::uint64_t>(1, args.total_chunks / 16);
+    if (fault == Fault::Short) args.total_chunks -= std::max<std::uint64_t>(1, args.total_chunks / 16);
     const Grid g = grid_for(device, k, c, sms, args.total_chunks);
     CheckInputs in;
     in.partials = partials.get<std::uint32_t>();

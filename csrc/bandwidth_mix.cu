@@ -97,10 +97,11 @@ std::uint64_t common_chunk_vectors(const std::vector<BwConfig>& configs) {
 using namespace bw;
 
 std::vector<BwResult> run_mix(int device, int read_parts, int write_parts, std::size_t buffer_bytes, int reps,
-                              int warmup, const std::vector<BwConfig>& configs, std::uint32_t seed, BwFault fault) {
+                              int warmup, const std::vector<BwConfig>& configs, std::uint32_t seed, Fault fault) {
   const MixRatio& ratio = mix_ratio(read_parts, write_parts);
   const PatternSpec& p = spec_of(Pattern::Mix);
   validate_common(reps, warmup, configs, p);
+  require_fault(Family::Bandwidth, fault);
   const ref::MixLayout m = ref::mix_layout(buffer_bytes, read_parts, write_parts, common_chunk_vectors(configs));
   if (m.unit_vectors == 0)
     throw std::invalid_argument("buffer_bytes " + std::to_string(buffer_bytes) + " is too small for one chunk of every "
@@ -138,7 +139,7 @@ std::vector<BwResult> run_mix(int device, int read_parts, int write_parts, std::
   for (const auto& c : configs) {
     const Kernel k = ratio.kernel(c.unroll, parse_load(c.load), parse_store(c.store));
     const std::uint64_t nchunks = m.unit_vectors / (static_cast<std::uint64_t>(c.unroll) * c.threads);
-    args.total_chunks = fault == BwFault::Short ? nchunks - std::max<std::uint64_t>(1, nchunks / 16) : nchunks;
+    args.total_chunks = fault == Fault::Short ? nchunks - std::max<std::uint64_t>(1, nchunks / 16) : nchunks;
     const Grid g = grid_for(device, k, c, sms, nchunks);
     BwResult r = result_shell(p, c, g, sms, warmup, seed);
     r.buffer_bytes = std::max(src_bytes, dst_bytes);

@@ -1,7 +1,7 @@
 // Verification of the bandwidth family, shared by its translation units (include from .cu files
 // only): how a pattern's output is checked, the seeds its expected words come from, what checking
 // one configuration needs, and the deliberate fault. What a result reports of its check
-// (BwVerification) and the fault type (BwFault) are in bandwidth.hpp, which the bindings read; the
+// (Verification) and the fault type (Fault) are every family's, in verification.hpp; the
 // definitions are in bandwidth_verify.cu.
 #pragma once
 
@@ -48,10 +48,10 @@ struct CheckInputs {
 
 // Checks the output the timed launches left, as the pattern's row says; raises VerificationError.
 // The read-backs are queued on the stream that ran the launches, so they follow the last of them.
-void verify(cudaStream_t s, const PatternSpec& p, const CheckInputs& in, BwVerification& v);
+void verify(cudaStream_t s, const PatternSpec& p, const CheckInputs& in, Verification& v);
 
 // The vectors a streaming pattern's kernel covers under `fault` (mix and l2_read cut whole chunks).
-std::uint64_t apply_fault(std::uint64_t nvec, BwFault fault);
+std::uint64_t apply_fault(std::uint64_t nvec, Fault fault);
 
 }  // namespace bw
 }  // namespace roofline

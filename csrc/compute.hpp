@@ -21,6 +21,7 @@
 #include "cuda_check.hpp"
 #include "errors.hpp"
 #include "timing.hpp"
+#include "verification.hpp"
 
 namespace roofline {
 namespace compute {
@@ -124,16 +125,6 @@ struct KernelConfig {
   bool swap_descriptor_strides = false;
 };
 
-struct Verification {
-  bool passed = false;
-  double max_error = 0;     // max over elements of |got - ref| / bound(element); passes when <= tolerance
-  double tolerance = 0;     // relative to the element's sum of |a*b| (integer paths: 0, exact)
-  long long checked = 0;    // elements compared
-  long long mismatches = 0;
-  long long iterations = 0; // loop trips of the verification launch
-  std::string detail;       // the worst element, for the error message
-};
-
 struct Measurement {
   Precision precision = Precision::fp32;
   Path path = Path::simt;
@@ -148,7 +139,7 @@ struct Measurement {
   // %globaltimer nanoseconds, summed over CTAs and launches): a cross-check of NVML's clock, which
   // is sampled coarsely and lags short bursts. 0 when not measured.
   double kernel_clock_mhz = 0;
-  Verification verification;
+  Verification verification;  // verification.hpp: "host reference", every field but expected/observed
   DeviceFacts facts;
 };
 
@@ -156,17 +147,17 @@ struct Measurement {
 // Families (each defined in its own .cu file).
 namespace simt {
 Support support(const DeviceFacts& f, Precision p);
-Verification verify(const DeviceFacts& f, Precision p, const KernelConfig& c, bool corrupt);
+Verification verify(const DeviceFacts& f, Precision p, const KernelConfig& c, Fault fault);
 Measurement measure(const DeviceFacts& f, Precision p, const KernelConfig& c, int warmup, int reps);
 }  // namespace simt
 namespace mma {
 Support support(const DeviceFacts& f, Precision p);
-Verification verify(const DeviceFacts& f, Precision p, const KernelConfig& c, bool corrupt);
+Verification verify(const DeviceFacts& f, Precision p, const KernelConfig& c, Fault fault);
 Measurement measure(const DeviceFacts& f, Precision p, const KernelConfig& c, int warmup, int reps);
 }  // namespace mma
 namespace wgmma {
 Support support(const DeviceFacts& f, Precision p);
-Verification verify(const DeviceFacts& f, Precision p, const KernelConfig& c, bool corrupt);
+Verification verify(const DeviceFacts& f, Precision p, const KernelConfig& c, Fault fault);
 Measurement measure(const DeviceFacts& f, Precision p, const KernelConfig& c, int warmup, int reps);
 }  // namespace wgmma
 
@@ -186,12 +177,14 @@ inline void require_supported(const DeviceFacts& f, Precision p, Path path) {
                     ": " + s.reason);
 }
 
-inline Verification verify(const DeviceFacts& f, Precision p, Path path, const KernelConfig& c, bool corrupt) {
+// `fault`: None or Corrupt (verification.hpp, Family::Compute), for tests of the verification only.
+inline Verification verify(const DeviceFacts& f, Precision p, Path path, const KernelConfig& c, Fault fault) {
+  require_fault(Family::Compute, fault);
   require_supported(f, p, path);
   switch (path) {
-    case Path::simt: return simt::verify(f, p, c, corrupt);
-    case Path::mma_sync: return mma::verify(f, p, c, corrupt);
-    case Path::wgmma: return wgmma::verify(f, p, c, corrupt);
+    case Path::simt: return simt::verify(f, p, c, fault);
+    case Path::mma_sync: return mma::verify(f, p, c, fault);
+    case Path::wgmma: return wgmma::verify(f, p, c, fault);
   }
   return {};
 }
@@ -283,7 +276,10 @@ inline Element random_element(Precision p, std::mt19937_64& rng) {
 // NaN, or an element never written (the output is filled with NaN/sentinel first), fails.
 class Checker {
  public:
-  explicit Checker(double tolerance) { v_.tolerance = tolerance; }
+  explicit Checker(double tolerance) {
+    v_.method = "host reference";
+    v_.tolerance = tolerance;
+  }
   void check(double got, double ref, double bound, long long index) {
     ++v_.checked;
     double err = std::fabs(got - ref);

@@ -26,6 +26,7 @@ py::dict to_dict(const DeviceFacts& f) {
   return d;
 }
 
+// The compute family's keys of verification.hpp's struct (its method, "host reference", is implied).
 py::dict to_dict(const Verification& v) {
   py::dict d;
   d["passed"] = v.passed;
@@ -112,7 +113,8 @@ void bind_compute(py::module_& m) {
           KernelConfig c = make_config(iterations, 1.0, threads_per_block, blocks_per_sm, warpgroups, swizzle,
                                        a_from_registers);
           c.swap_descriptor_strides = swap_descriptor_strides;
-          return to_dict(bind::released([&] { return verify(device_facts(device), p, pa, c, corrupt); }));
+          const Fault f = corrupt ? Fault::Corrupt : Fault::None;
+          return to_dict(bind::released([&] { return verify(device_facts(device), p, pa, c, f); }));
         },
         py::arg("device"), py::arg("precision"), py::arg("path"), py::arg("corrupt") = false,
         py::arg("iterations") = 0, py::arg("threads_per_block") = 0, py::arg("blocks_per_sm") = 0,

@@ -15,7 +15,8 @@
 //   LaunchShape shape() const;                     // grid, block, dynamic shared memory
 //   double flop_per_iteration() const;             // FLOP (INT8: OP) of one loop trip, whole launch
 //   std::map<std::string, long long> config(long long iterations) const;  // knobs as used
-//   Verification verify(cudaStream_t, bool corrupt);  // the family's reference and comparison
+//   Verification verify(cudaStream_t, Fault);      // the family's reference and comparison (Corrupt:
+//                                                  // an operand changes after the reference)
 //   void prepare(cudaStream_t);                    // timing operands on the device
 //   void launch(cudaStream_t, long long iterations, unsigned long long* probe);  // probe may be null
 //   void check_status(cudaStream_t) const;         // throws when the kernel was compiled out
@@ -97,11 +98,11 @@ std::vector<T> run_for_verification(cudaStream_t s, const DeviceBuffer& out, lon
 }
 
 template <class Bench>
-Verification verify_bench(const DeviceFacts& f, Precision p, const KernelConfig& c, bool corrupt) {
+Verification verify_bench(const DeviceFacts& f, Precision p, const KernelConfig& c, Fault fault) {
   DeviceScope scope(f.device);
   Bench b(f, p, c);
   Stream stream;
-  return b.verify(stream.get(), corrupt);
+  return b.verify(stream.get(), fault);
 }
 
 template <class Bench>
@@ -114,7 +115,7 @@ Measurement measure_bench(const DeviceFacts& f, Precision p, const KernelConfig&
   m.facts = f;
   m.instruction = b.instruction();
   Stream stream;
-  m.verification = b.verify(stream.get(), false);
+  m.verification = b.verify(stream.get(), Fault::None);
   throw_if_failed(m.verification, p, Bench::kPath);
 
   b.prepare(stream.get());

@@ -139,11 +139,11 @@ std::size_t copy_bytes(std::size_t bytes, bool short_copy) {
 }
 
 HostLinkResult time_h2d(int device, const Stream& stream, const DeviceBuffer& dev, const PinnedBuffer& host,
-                        std::size_t bytes, int reps, int warmup, std::uint32_t seed, HostLinkFault fault) {
+                        std::size_t bytes, int reps, int warmup, std::uint32_t seed, Fault fault) {
   const std::uint64_t nwords = bytes / 4;
   const std::uint32_t expected = fill_host(host.words(), nwords, seed);
   fill(stream.get(), dev.get(), 0xFF, bytes);
-  const std::size_t n = copy_bytes(bytes, fault == HostLinkFault::Short);
+  const std::size_t n = copy_bytes(bytes, fault == Fault::Short);
   HostLinkResult r;
   r.direction = "h2d";
   r.timing = time_launches(stream.get(), warmup, reps, [&](cudaStream_t s) {
@@ -158,18 +158,22 @@ HostLinkResult time_h2d(int device, const Stream& stream, const DeviceBuffer& de
   download(stream.get(), &observed, sum.get(), sizeof observed);
   ROOFLINE_VERIFY(observed == expected, "host-to-device copy of " << bytes << " bytes: the device's sum of the "
                   "words it received is 0x" << std::hex << observed << ", the host's is 0x" << expected);
-  r.verification = {"checksum", static_cast<std::size_t>(nwords), expected, observed, 0};
+  r.verification.method = "checksum";
+  r.verification.checked = static_cast<long long>(nwords);
+  r.verification.expected = expected;
+  r.verification.observed = observed;
+  r.verification.passed = true;
   return r;
 }
 
 HostLinkResult time_d2h(int device, const Stream& stream, const DeviceBuffer& dev, const PinnedBuffer& host,
-                        std::size_t bytes, int reps, int warmup, std::uint32_t seed, HostLinkFault fault) {
+                        std::size_t bytes, int reps, int warmup, std::uint32_t seed, Fault fault) {
   const std::uint64_t nwords = bytes / 4;
   fill_kernel<<<grid_for(device, nwords), kThreads, 0, stream.get()>>>(dev.get<std::uint32_t>(), nwords, seed);
   CUDA_CHECK_LAUNCH();
   stream.synchronize();
   std::memset(host.get(), 0xFF, bytes);
-  const std::size_t n = copy_bytes(bytes, fault != HostLinkFault::None);
+  const std::size_t n = copy_bytes(bytes, fault == Fault::Short || fault == Fault::ShortD2H);
   HostLinkResult r;
   r.direction = "d2h";
   r.timing = time_launches(stream.get(), warmup, reps, [&](cudaStream_t s) {
@@ -179,24 +183,21 @@ HostLinkResult time_d2h(int device, const Stream& stream, const DeviceBuffer& de
   const std::uint64_t bad = count_mismatches(host.words(), nwords, seed, &first_bad);
   ROOFLINE_VERIFY(bad == 0, "device-to-host copy of " << bytes << " bytes: " << bad << " of " << nwords
                   << " words differ from what the device held, the first at word " << first_bad);
-  r.verification = {"compare", static_cast<std::size_t>(nwords), 0, 0, 0};
+  r.verification.method = "compare";
+  r.verification.checked = static_cast<long long>(nwords);
+  r.verification.mismatches = static_cast<long long>(bad);  // 0: any mismatch threw above
+  r.verification.passed = true;
   return r;
 }
 
 }  // namespace
 
-HostLinkFault parse_hostlink_fault(const std::string& name) {
-  if (name == "none") return HostLinkFault::None;
-  if (name == "short") return HostLinkFault::Short;
-  if (name == "short_d2h") return HostLinkFault::ShortD2H;
-  throw std::invalid_argument("unknown host-link fault '" + name + "' (none, short, short_d2h)");
-}
-
 std::vector<HostLinkResult> run_hostlink(int device, std::size_t bytes, int reps, int warmup,
-                                         std::uint32_t seed, HostLinkFault fault) {
+                                         std::uint32_t seed, Fault fault) {
   if (bytes < 256 || bytes % 16) throw std::invalid_argument("bytes must be a multiple of 16, at least 256");
   if (reps < 1) throw std::invalid_argument("reps must be at least 1");
   if (warmup < 0) throw std::invalid_argument("warmup must not be negative");
+  require_fault(Family::HostLink, fault);
   DeviceScope scope(device);
   Stream stream;
   DeviceBuffer dev(bytes);

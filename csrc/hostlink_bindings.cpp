@@ -20,14 +20,14 @@ py::dict hostlink_result_dict(const HostLinkResult& r) {
   bind::put_timing(d, r.timing);
   py::dict v;
   v["method"] = r.verification.method;
-  v["checked_words"] = r.verification.checked_words;
+  v["checked_words"] = r.verification.checked;
   if (r.verification.method == "checksum") {
     v["expected"] = r.verification.expected;
     v["observed"] = r.verification.observed;
   } else {
     v["mismatches"] = r.verification.mismatches;
   }
-  v["passed"] = true;  // a failed check throws; it never comes back as a result
+  v["passed"] = r.verification.passed;  // true: a failed check throws, it never comes back as a result
   d["verification"] = v;
   return d;
 }
@@ -38,7 +38,7 @@ void bind_hostlink(py::module_& m) {
   m.def(
       "hostlink_run",
       [](int device, std::size_t bytes, int reps, int warmup, std::uint32_t seed, const std::string& fault) {
-        const HostLinkFault f = parse_hostlink_fault(fault);
+        const Fault f = parse_fault(Family::HostLink, fault);
         return bind::list_of(bind::released([&] { return run_hostlink(device, bytes, reps, warmup, seed, f); }),
                              hostlink_result_dict);
       },

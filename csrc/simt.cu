@@ -121,12 +121,12 @@ class Bench {
             {"unroll", kUnroll},               {"iterations", iterations}};
   }
 
-  Verification verify(cudaStream_t stream, bool corrupt) const {
+  Verification verify(cudaStream_t stream, Fault fault) const {
     const long long threads = plan_.threads();
     std::vector<T> seeds = make_seeds<T>(threads * kChains);
     DeviceBuffer d_seeds(seeds.size() * sizeof(T)), d_out(threads * sizeof(T));
     upload(stream, d_seeds, seeds);
-    if (corrupt) {  // after the host kept its copy: the device now computes from a different seed
+    if (fault == Fault::Corrupt) {  // after the host kept its copy: the device now computes from a different seed
       T bad = seeds[0] * static_cast<T>(3) + static_cast<T>(1);
       roofline::upload(stream, d_seeds.get(), &bad, sizeof(T));
     }
@@ -179,9 +179,9 @@ Support support(const DeviceFacts&, Precision p) {
   return {false, std::string("the SIMT path measures fp32 and fp64 only; ") + name(p) + " runs on the tensor cores"};
 }
 
-Verification verify(const DeviceFacts& f, Precision p, const KernelConfig& c, bool corrupt) {
-  if (p == Precision::fp32) return verify_bench<Bench<float>>(f, p, c, corrupt);
-  return verify_bench<Bench<double>>(f, p, c, corrupt);
+Verification verify(const DeviceFacts& f, Precision p, const KernelConfig& c, Fault fault) {
+  if (p == Precision::fp32) return verify_bench<Bench<float>>(f, p, c, fault);
+  return verify_bench<Bench<double>>(f, p, c, fault);
 }
 
 Measurement measure(const DeviceFacts& f, Precision p, const KernelConfig& c, int warmup, int reps) {

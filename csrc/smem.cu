@@ -193,7 +193,7 @@ std::vector<double> clocks_of(cudaStream_t s, const DeviceBuffer& probe, int war
 }
 
 SmemResult measure_one(int device, const SmemConfig& c, int sms, int reps, int warmup, double target_ms,
-                       long long passes, std::uint32_t seed, SmemFault fault) {
+                       long long passes, std::uint32_t seed, Fault fault) {
   const SmemKernel k = entry_for(c).make();
   const Plan p = plan_for(device, k, c, sms);
   SmemResult r;
@@ -201,6 +201,7 @@ SmemResult measure_one(int device, const SmemConfig& c, int sms, int reps, int w
   r.sm_count = sms;
   r.warmup = warmup;
   r.seed = seed;
+  r.verification.method = "per-thread checksum";
   r.smem_bytes_per_block = p.smem;
   r.occupancy_blocks_per_sm = p.occupancy;
   r.skipped = p.skipped;
@@ -220,7 +221,7 @@ SmemResult measure_one(int device, const SmemConfig& c, int sms, int reps, int w
   };
   r.passes = passes > 0 ? passes : compute::size_iterations(stream.get(), 64, target_ms, sized);
   // The fault runs one pass fewer than the host's sums assume.
-  const long long run_passes = fault == SmemFault::Short ? std::max(0LL, r.passes - 1) : r.passes;
+  const long long run_passes = fault == Fault::Short ? std::max(0LL, r.passes - 1) : r.passes;
   fill(stream.get(), out.get(), 0xff, out.bytes());
   int slot = 0;
   r.timing = time_launches(stream.get(), warmup, reps, [&](cudaStream_t s) {
@@ -230,21 +231,17 @@ SmemResult measure_one(int device, const SmemConfig& c, int sms, int reps, int w
   r.timed_end_s = steady_clock_s();
   r.bytes_per_launch = static_cast<std::size_t>(p.grid) * p.smem * static_cast<std::size_t>(r.passes);
   r.kernel_clock_mhz = clocks_of(stream.get(), probe, warmup, reps);
-  r.checked_threads = verify_sums(stream.get(), out.get<std::uint32_t>(), c, p, r.passes, seed);
+  r.verification.checked = verify_sums(stream.get(), out.get<std::uint32_t>(), c, p, r.passes, seed);
+  r.verification.passed = true;  // a wrong sum threw
   return r;
 }
 
 }  // namespace
 
-SmemFault parse_smem_fault(const std::string& name) {
-  if (name == "none" || name.empty()) return SmemFault::None;
-  if (name == "short") return SmemFault::Short;
-  throw std::invalid_argument("unknown fault '" + name + "' (none, short)");
-}
-
 std::vector<SmemResult> run_smem(int device, int reps, int warmup, double target_ms, long long passes,
-                                 const std::vector<SmemConfig>& configs, std::uint32_t seed, SmemFault fault) {
+                                 const std::vector<SmemConfig>& configs, std::uint32_t seed, Fault fault) {
   validate(reps, warmup, target_ms, passes, configs);
+  require_fault(Family::SharedMemory, fault);
   DeviceScope scope(device);
   int sms = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "timing.hpp"
+#include "verification.hpp"
 
 namespace roofline {
 
@@ -23,12 +24,6 @@ struct SmemConfig {
   int vectors = 8;         // loads per thread per pass over the block's buffer: 8 or 16
   int blocks_per_sm = 0;   // 0: as many as fit; > 0: at most this many (capped by occupancy)
 };
-
-enum class SmemFault {
-  None,
-  Short,  // the kernel does one pass fewer than the host expects: verification must fail
-};
-SmemFault parse_smem_fault(const std::string& name);
 
 struct SmemResult {
   SmemConfig config;
@@ -46,16 +41,19 @@ struct SmemResult {
   // its CTAs), in MHz; 0 where the timer did not advance.
   std::vector<double> kernel_clock_mhz;
   double timed_end_s = 0;       // steady_clock_s() right after the timed loop (see BwResult)
-  long long checked_threads = 0;  // every thread's sum was compared with the host's
+  // verification.hpp: "per-thread checksum", every thread's sum compared with the host's (checked
+  // counts threads); a skipped configuration keeps the method and nothing else.
+  Verification verification;
   std::string skipped;          // why the configuration cannot run here, or empty
 };
 
 // Times every configuration in `configs`: `passes` reads of each block's buffer per launch, or (0)
 // as many as make one launch last about `target_ms`. Throws std::invalid_argument for bad
 // arguments, CudaError for CUDA failures, VerificationError when any thread's sum is wrong.
+// `fault`: None or Short (verification.hpp, Family::SharedMemory), for tests of the verification.
 std::vector<SmemResult> run_smem(int device, int reps, int warmup, double target_ms, long long passes,
                                  const std::vector<SmemConfig>& configs, std::uint32_t seed,
-                                 SmemFault fault = SmemFault::None);
+                                 Fault fault = Fault::None);
 
 // What this build can run: {"threads": [...], "widths": [...], "vectors": [...]}.
 std::vector<int> smem_threads();

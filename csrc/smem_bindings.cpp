@@ -51,9 +51,10 @@ py::dict smem_result_dict(const SmemResult& r) {
   d["kernel_clock_mhz"] = r.kernel_clock_mhz;
   d["timed_end_s"] = r.timed_end_s;
   py::dict v;
-  v["method"] = "per-thread checksum";
-  v["checked_threads"] = r.checked_threads;
-  v["passed"] = r.skipped.empty();  // a failed check throws; it never comes back as a result
+  v["method"] = r.verification.method;  // "per-thread checksum", skipped or not
+  v["checked_threads"] = r.verification.checked;
+  // A failed check throws, so a result's check passed unless the configuration was skipped.
+  v["passed"] = r.verification.passed;
   d["verification"] = v;
   return d;
 }
@@ -66,7 +67,7 @@ void bind_smem(py::module_& m) {
       [](int device, int reps, int warmup, double target_ms, long long passes, const py::object& configs,
          std::uint32_t seed, const std::string& fault) {
         const auto cfgs = bind::configs_from<SmemConfig>(configs, smem_config_from);
-        const SmemFault f = parse_smem_fault(fault);
+        const Fault f = parse_fault(Family::SharedMemory, fault);
         return bind::list_of(bind::released([&] { return run_smem(device, reps, warmup, target_ms, passes, cfgs, seed, f); }),
                              smem_result_dict);
       },

@@ -288,7 +288,7 @@ class Bench {
             {"mma_n", Op::N},                 {"mma_k", Op::K}};
   }
 
-  Verification verify(cudaStream_t stream, bool corrupt) const {
+  Verification verify(cudaStream_t stream, Fault fault) const {
     Operands o = random_operands(f_, p_, Op::M, Op::N, Op::K, 0xC0FFEEull + static_cast<int>(p_));
     std::vector<uint32_t> frags = pack<Op>(o, p_);
 
@@ -307,7 +307,7 @@ class Bench {
               bound[x][y][i * Op::N + j] += std::fabs(prod);
             }
       }
-    if (corrupt) {  // after the reference: one element of A_0 changes (sign, or +-64 for int8)
+    if (fault == Fault::Corrupt) {  // after the reference: one element of A_0 changes (sign, or +-64 for int8)
       Element& e = o.a[0][0];
       e.bits ^= p_ == Precision::int8 ? 0x40u : (1u << (8 * operand_bytes(p_) - 1));
       frags = pack<Op>(o, p_);
@@ -412,8 +412,8 @@ Support support(const DeviceFacts& f, Precision p) {
   return {false, "unknown precision"};
 }
 
-Verification verify(const DeviceFacts& f, Precision p, const KernelConfig& c, bool corrupt) {
-  return dispatch(f, p, [&](auto op) { return verify_bench<Bench<decltype(op)>>(f, p, c, corrupt); });
+Verification verify(const DeviceFacts& f, Precision p, const KernelConfig& c, Fault fault) {
+  return dispatch(f, p, [&](auto op) { return verify_bench<Bench<decltype(op)>>(f, p, c, fault); });
 }
 
 Measurement measure(const DeviceFacts& f, Precision p, const KernelConfig& c, int warmup, int reps) {

@@ -511,7 +511,7 @@ class Bench {
             {"a_from_registers", plan_.layout.reg_a ? 1 : 0}};
   }
 
-  Verification verify(cudaStream_t stream, bool corrupt) const {
+  Verification verify(cudaStream_t stream, Fault fault) const {
     Tiles t = random_tiles<Op>(p_, plan_.warpgroups, 0xD15EA5Eull + static_cast<int>(p_));
     // Exact reference per warpgroup: D_w = A_w * B^T (B is stored N x K), and each element's bound.
     const int K = t.k_elems;
@@ -531,7 +531,7 @@ class Bench {
           bound[w][m * Op::N + n] = b;
         }
     }
-    if (corrupt) {  // after the reference: one element of warpgroup 0's A changes
+    if (fault == Fault::Corrupt) {  // after the reference: one element of warpgroup 0's A changes
       Element& e = t.a[0][0];
       e.bits ^= p_ == Precision::int8 ? 0x40u : (1u << (8 * t.elem_bytes - 1));
     }
@@ -607,8 +607,8 @@ Support support(const DeviceFacts& f, Precision p) {
   return {true, ""};
 }
 
-Verification verify(const DeviceFacts& f, Precision p, const KernelConfig& c, bool corrupt) {
-  return dispatch(p, [&](auto op) { return verify_bench<Bench<decltype(op)>>(f, p, c, corrupt); });
+Verification verify(const DeviceFacts& f, Precision p, const KernelConfig& c, Fault fault) {
+  return dispatch(p, [&](auto op) { return verify_bench<Bench<decltype(op)>>(f, p, c, fault); });
 }
 
 Measurement measure(const DeviceFacts& f, Precision p, const KernelConfig& c, int warmup, int reps) {

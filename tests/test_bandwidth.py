@@ -150,6 +150,30 @@ def _core():
     return core()
 
 
+def _cuda_core():
+    """The native module with its CUDA part, else skip: fault names are parsed there, before any
+    device call, so this needs a CUDA build but no GPU."""
+    from roofline_ext.device.native import core_or_none
+
+    mod = core_or_none()
+    if mod is None or not mod.CUDA_COMPILED:
+        pytest.skip("no native core with its CUDA part")
+    return mod
+
+
+@pytest.mark.parametrize("call", [
+    lambda c, f: c.bandwidth_run(0, "read", 64 * MiB, fault=f),
+    lambda c, f: c.bandwidth_l2_read(0, 8 * MiB, fault=f),
+    lambda c, f: c.bandwidth_mix(0, 1, 1, 64 * MiB, fault=f),
+], ids=["run", "l2_read", "mix"])
+@pytest.mark.parametrize("fault", ["bogus", "short_d2h", "corrupt"])
+def test_a_fault_the_bandwidth_family_does_not_inject_is_refused_by_name(call, fault):
+    """One fault type for every family (csrc/verification.hpp); each accepts only its own names,
+    and the error names the family and them, before anything touches a GPU."""
+    with pytest.raises(ValueError, match=rf"unknown bandwidth fault '{fault}' \(accepted: none, short\)"):
+        call(_cuda_core(), fault)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("pattern", ["read", "write", "copy", "triad"])
 def test_a_kernel_that_skips_data_fails_verification(pattern):

@@ -33,6 +33,19 @@ def test_degraded_link():
     assert host_link(gen=5, width=8, max_gen=5, max_width=16).degraded
 
 
+def test_a_fault_the_host_link_does_not_inject_is_refused_by_name():
+    """One fault type for every family (csrc/verification.hpp), parsed in the bindings before any
+    device call: needs a CUDA build, not a GPU."""
+    from roofline_ext.device.native import core_or_none
+
+    core = core_or_none()
+    if core is None or not core.CUDA_COMPILED:
+        pytest.skip("no native core with its CUDA part")
+    for fault in ("bogus", "corrupt"):
+        with pytest.raises(ValueError, match=rf"unknown host-link fault '{fault}' \(accepted: none, short, short_d2h\)"):
+            core.hostlink_run(0, 64 << 20, 2, 1, 12345, fault)
+
+
 def _row(direction, ms=4.9, best=4.85):
     return {"direction": direction, "bytes": 256 << 20, "median_ms": ms, "best_ms": best, "cv": 0.003, "reps": 10,
             "verification": {"method": "checksum", "checked_words": (256 << 20) // 4, "passed": True}}

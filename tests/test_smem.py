@@ -158,6 +158,18 @@ def _core():
     return core()
 
 
+def test_a_fault_the_smem_family_does_not_inject_is_refused_by_name():
+    """Parsed in the bindings before any device call: needs a CUDA build, not a GPU."""
+    from roofline_ext.device.native import core_or_none
+
+    core = core_or_none()
+    if core is None or not core.CUDA_COMPILED:
+        pytest.skip("no native core with its CUDA part")
+    for fault in ("bogus", "short_d2h"):
+        with pytest.raises(ValueError, match=rf"unknown shared-memory fault '{fault}' \(accepted: none, short\)"):
+            core.smem_run(0, configs=[sm._cfg(256, 16, 8)], fault=fault)
+
+
 @pytest.mark.gpu
 def test_a_kernel_that_skips_a_pass_fails_verification():
     core = _core()

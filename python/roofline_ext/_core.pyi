@@ -96,6 +96,8 @@ def cuda_memory_info(device: int) -> dict[str, Any]: ...
 # seed, skipped (str | None), reps, times_ms, median_ms, best_ms, mean_ms, worst_ms, cv,
 # timed_end_s (steady_clock_s() after the timed loop), verification {method, checked_words,
 # passed, and expected/observed for checksums}.
+# fault (every measuring family, csrc/verification.hpp): a name the family accepts, here "none" |
+# "short" ("" is "none"); any other raises ValueError naming the family and the names it accepts.
 def bandwidth_run(
     device: int,
     pattern: str,
@@ -149,7 +151,7 @@ def bandwidth_capabilities() -> dict[str, Any]: ...
 # grid, blocks_per_sm, occupancy_blocks_per_sm, sm_count, smem_bytes_per_block, passes,
 # bytes_per_launch, warmup, seed, skipped, reps, times_ms, median_ms, best_ms, mean_ms, worst_ms,
 # cv, kernel_clock_mhz (per timed launch), timed_end_s, verification {method, checked_threads,
-# passed}. Raises VerificationError on a wrong sum.
+# passed}. fault: "none" | "short". Raises VerificationError on a wrong sum.
 def smem_run(
     device: int,
     reps: int = 20,
@@ -172,7 +174,8 @@ def compute_device(device: int) -> dict[str, Any]: ...
 def compute_paths(device: int) -> dict[str, dict[str, dict[str, Any]]]: ...
 
 # {'passed', 'max_error', 'tolerance', 'checked', 'mismatches', 'iterations', 'detail'};
-# never raises for a mismatch. Raises CoreError for an unsupported pair.
+# never raises for a mismatch. Raises CoreError for an unsupported pair. corrupt=True is the
+# compute family's fault ("corrupt" in csrc/verification.hpp): an operand changes after the reference.
 def compute_verify(
     device: int,
     precision: str,
