@@ -18,7 +18,8 @@ from roofline_ext.report.progress import Progress
 from roofline_ext.report.summary import BatchWriter, batch_summary, summary_csv, summary_table
 from roofline_ext.runner.candidates import Candidate, match_candidates
 from roofline_ext.model.scoring import below_floor, candidate_roofs, sol_score
-from roofline_ext.runner.task_timing import check_correctness, make_inputs
+from roofline_ext.runner.timing_jobs import check_correctness
+from roofline_ext.tasks.building import make_inputs
 from roofline_ext.tasks.loading import load_task
 
 

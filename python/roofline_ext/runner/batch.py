@@ -50,9 +50,9 @@ TIME_REFERENCE_FN = TIME_REFERENCE
 TIME_CANDIDATE_FN = TIME_CANDIDATE
 # --compile: torch.compile(Model) is a job of its own after the reference's, and every timing
 # worker warms the compiler up once before its snapshot (docs/runner.md, "torch.compile").
-TIME_COMPILED_FN = "roofline_ext.runner.task_timing:time_compiled"
+TIME_COMPILED_FN = "roofline_ext.runner.timing_jobs:time_compiled"
 # --new without --time: the same judge, correctness only, in a counting worker (on the CPU).
-JUDGE_CANDIDATE_FN = "roofline_ext.runner.task_timing:judge_candidate"
+JUDGE_CANDIDATE_FN = "roofline_ext.runner.timing_jobs:judge_candidate"
 COMPILE_WARM_UP_FN = "roofline_ext.runner.compiling:warm_up"
 #: --energy: each timing worker opens NVML and takes the idle probe before its snapshot.
 ENERGY_WARM_UP_FN = "roofline_ext.measure.energy:warm_up"
@@ -109,7 +109,7 @@ class BatchOptions:
     debug: bool = False
     backend: str | None = None  # the timing workers' setup/cleanup module; None: TIMING_BACKEND
     # --ops: every op's own floor and the unfused bound; with timing also each kernel of the reference
-    # (one extra profiled run, runner.kernel_profile), held to its op's floor with this L2 figure.
+    # (one extra profiled run, tasks.opranges), held to its op's floor with this L2 figure.
     ops: bool = False
     l2_tbps: float | None = None
     # --energy-costs: measured J per FLOP and per byte (model.energy.EnergyCosts), so each task's

@@ -318,7 +318,7 @@ def _options(args: argparse.Namespace, gpu: GpuChoice, paths: list[Path]) -> Bat
                                timeout_s=args.timeout or DEFAULT_TIME_TIMEOUT_S, energy=args.energy)
     l2 = None
     if args.ops and args.time:
-        from ...runner.kernel_profile import l2_figure
+        from ...model.profiled import l2_figure
 
         l2 = l2_figure(calibration_for(gpu), args.regime)
     return BatchOptions(dtype=args.dtype, regime=args.regime, strict_fp32=args.strict_fp32,
