@@ -548,7 +548,10 @@ def main(argv: list[str] | None = None) -> int:
 
     paths = find_task_files(folder)
     t1 = time.perf_counter()
-    results = analyze_batch(paths, gpu, progress=sys.stderr.isatty(), measured=None, analyze=timed)
+    from roofline_ext.report.progress import Progress
+
+    results = analyze_batch(paths, gpu, progress=Progress if sys.stderr.isatty() else None, measured=None,
+                            analyze=timed)
     t_count = time.perf_counter() - t1
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux -> MiB
 

@@ -8,7 +8,7 @@ from roofline_ext.measure import timing
 
 x = torch.randn(1 << 20, device="cuda")
 out = {"TEARDOWN_CUPTI": os.environ.get("TEARDOWN_CUPTI"), "before_us": timing.timing_overhead_us()}
-from roofline_ext.runner.kernel_profile import profile_reference  # noqa: E402
+from roofline_ext.tasks.opranges import profile_reference  # noqa: E402
 r = profile_reference(lambda: x * 2, torch.nn.Identity(), 0, None)
 out["profile_kernels"], out["profile_error"] = r.get("kernels"), r.get("error")
 out["after_us"] = timing.timing_overhead_us()

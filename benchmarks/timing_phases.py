@@ -50,20 +50,23 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from roofline_ext.runner import compiling, gpu_backend, process_state, task_timing
+    from roofline_ext.measure import task_timing as measured
+    from roofline_ext.runner import compiling, gpu_backend, process_state, timing_jobs
+    from roofline_ext.tasks import building
 
     setup = gpu_backend.setup(0)
     compiling.reset()
     before = process_state.snapshot(renew=compiling.reset)
     phases: dict[str, float] = {}
-    # The functions the job calls, by the names it looks them up under.
-    task_timing.load_task = _timer(phases, "load", task_timing.load_task)
-    task_timing.make_inputs = _timer(phases, "inputs", task_timing.make_inputs)
-    task_timing._time = _timer(phases, "trials+warmup", task_timing._time)
-    task_timing.L2Flush = _timer(phases, "flush_buffer", task_timing.L2Flush)
-    task_timing._build_where = _timer(phases, "build", task_timing._build_where)
+    # The functions the job calls, by the names it looks them up under (the job is runner/timing_jobs.py;
+    # it builds with tasks/building.py and times with measure/task_timing.py).
+    building.load_task = _timer(phases, "load", building.load_task)
+    building.make_inputs = _timer(phases, "inputs", building.make_inputs)
+    measured.time_call = _timer(phases, "trials+warmup", measured.time_call)
+    timing_jobs.L2Flush = _timer(phases, "flush_buffer", timing_jobs.L2Flush)
+    building.build_where = _timer(phases, "build", building.build_where)
     if args.weights == "cpu":
-        task_timing._weights_for = lambda inputs: "cpu"
+        timing_jobs.weights_for = lambda inputs: "cpu"
     rows = []
     for d in args.dirs:
         files = sorted(Path(d).glob("*.py"), key=lambda p: (len(p.name.split("_")[0]), p.name))
@@ -74,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             row: dict[str, Any] = {"task": f"{Path(d).name}/{f.stem}"}
             try:
-                res = task_timing.time_reference(f, trials=args.trials)
+                res = timing_jobs.time_reference(f, trials=args.trials)
                 row["t_ref_ms"] = res["t_ref_ms"]
                 row["trials"] = res["reference"]["trials"]
                 row["timed_s"] = res["reference"].get("timed_s")

@@ -342,7 +342,7 @@ def test_analyze_batch_api_isolates_failures(tmp_path):
     make_batch(folder)
     seen = []
     writer = ResultsWriter(tmp_path / "api.json")
-    results = analysis.analyze_batch(sorted(folder.glob("*.py")), "H100", progress=False, writer=writer,
+    results = analysis.analyze_batch(sorted(folder.glob("*.py")), "H100", writer=writer,
                                      measured=None, analyze=lambda p, *a, **k: seen.append(p.name)
                                      or analysis.analyze_task(p, *a, **k))
     assert len(results) == len(seen) == 7

@@ -339,7 +339,7 @@ class _Ev:
 
 
 def test_kernels_by_op_walks_up_to_the_op_range():
-    from roofline_ext.runner.kernel_profile import kernels_by_op
+    from roofline_ext.measure.kernel_profile import kernels_by_op
 
     fwd = _Ev("roofline_ext.forward")
     op0 = _Ev("roofline_ext.op#0", fwd)
@@ -359,7 +359,7 @@ def test_kernels_by_op_walks_up_to_the_op_range():
 def test_a_kernel_launched_through_the_driver_api_counts_once():
     # cuBLAS/cuDNN launch with cuLaunchKernel: torch then hangs the kernel on the runtime event and
     # on the driver event, which share the correlation id (H200, 2026-12-01: GEMMs counted twice).
-    from roofline_ext.runner.kernel_profile import kernels_by_op
+    from roofline_ext.measure.kernel_profile import kernels_by_op
 
     fwd = _Ev("roofline_ext.forward")
     op0 = _Ev("roofline_ext.op#0", fwd)
@@ -374,7 +374,7 @@ def test_a_kernel_launched_through_the_driver_api_counts_once():
 
 def test_numbering_matches_the_counted_rows(tmp_path):
     # The profiled run numbers ops as the counting pass does: on real CPU tensors, the same names.
-    from roofline_ext.runner.kernel_profile import align
+    from roofline_ext.model.profiled import align
 
     p = _task(tmp_path, "lin", LINEAR_RELU)
     c = count_task(p, ops=True)
@@ -383,12 +383,12 @@ def test_numbering_matches_the_counted_rows(tmp_path):
 
 
 def _profiled_numbering(path, backend=None):
-    """The profiled run's numbering (both modes of runner/kernel_profile.py) on real CPU tensors."""
+    """The profiled run's numbering (both modes of tasks/opranges.py) on real CPU tensors."""
     import contextlib
 
     import torch
 
-    from roofline_ext.runner.kernel_profile import _make_family_mode, _make_mode
+    from roofline_ext.tasks.opranges import _make_family_mode, _make_mode
     from roofline_ext.tasks.loading import load_task
     from roofline_ext.tasks.opcounts import ModuleTracker
 
@@ -576,7 +576,7 @@ def test_device_side_events_count_each_kernel_once():
     # whatever CPU events also carry it, and its op is found from the CPU event that launched it.
     from torch.autograd import DeviceType
 
-    from roofline_ext.runner.kernel_profile import kernels_by_op
+    from roofline_ext.measure.kernel_profile import kernels_by_op
 
     def cpu(name, parent=None, kernels=(), id=0):
         e = _Ev(name, parent, kernels, id)
@@ -687,7 +687,7 @@ class _FakeCuda:
 def test_queued_gpu_time_counts_only_reps_the_host_issued_within_the_spin(issue_s, covered):
     from types import SimpleNamespace
 
-    from roofline_ext.runner.kernel_profile import queued_gpu_ms
+    from roofline_ext.measure.kernel_profile import queued_gpu_ms
 
     now = [0.0]
     cuda = _FakeCuda(now, gpu_ms=0.7)

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from roofline_ext.runner import task_timing
+from roofline_ext.runner import timing_jobs
 from roofline_ext.runner.analyze import assess_task
 from roofline_ext.tasks.counting import count_task
 
@@ -31,7 +31,7 @@ def get_init_inputs():
 def timed(tmp_path_factory):
     p = tmp_path_factory.mktemp("ops") / "tiny.py"
     p.write_text(textwrap.dedent(TINY))
-    return p, task_timing.time_reference(p, trials=20, warmup=3, profile=True)
+    return p, timing_jobs.time_reference(p, trials=20, warmup=3, profile=True)
 
 
 @pytest.mark.gpu

@@ -133,8 +133,8 @@ def test_hostlink_and_hbm_patterns_of_a_recorded_run():
 
 @pytest.mark.parametrize("name, doc", RECORDED, ids=[n for n, _ in RECORDED])
 @pytest.mark.parametrize("regime", ["burst", "sustained"])
-def test_l2_figure_is_the_runners(name, doc, regime):
-    from roofline_ext.runner.kernel_profile import l2_figure
+def test_l2_figure_is_the_records(name, doc, regime):
+    from roofline_ext.model.profiled import l2_figure
 
     assert CalibrationRecord.from_dict(doc).l2_figure(regime) == l2_figure(doc, regime)
 

@@ -18,7 +18,8 @@ from roofline_ext.report.progress import Progress
 from roofline_ext.report.summary import BatchWriter, batch_summary, summary_csv, summary_table
 from roofline_ext.runner.candidates import Candidate, match_candidates
 from roofline_ext.model.scoring import below_floor, candidate_roofs, sol_score
-from roofline_ext.runner.task_timing import check_correctness, make_inputs
+from roofline_ext.runner.timing_jobs import check_correctness
+from roofline_ext.tasks.building import make_inputs
 from roofline_ext.tasks.loading import load_task
 
 
@@ -144,6 +145,70 @@ def test_progress_logs_above_itself_and_estimates(capsys):
         bar.log("what a task printed")
         assert bar.eta_s() >= 0
     assert "what a task printed" in capsys.readouterr().err
+
+
+def test_a_batch_shows_its_tasks_on_the_bar_the_caller_makes(tmp_path):
+    """The runner takes its progress bar from the caller (the CLI passes report.progress.Progress):
+    made with the number of tasks, entered around the batch, told each task's start and end."""
+    from roofline_ext.runner.analyze import assess_batch
+
+    seen: list = []
+
+    class Bar:
+        def __init__(self, total):
+            seen.append(("made", total))
+
+        def __enter__(self):
+            seen.append("entered")
+            return self
+
+        def __exit__(self, *exc):
+            seen.append("left")
+
+        def start(self, name):
+            seen.append(("start", name))
+
+        def advance(self, name):
+            seen.append(("advance", name))
+
+        def log(self, text):
+            seen.append(("log", text))
+
+    def fails(path):
+        raise ValueError(f"{path.name}: no")
+
+    paths = [tmp_path / "a.py", tmp_path / "b.py"]
+    results = assess_batch(paths, fails, progress=Bar)
+    assert [r.error_kind for r in results] == ["internal", "internal"]  # a failing task is its error row
+    assert seen == [("made", 2), "entered", ("start", "a.py"), ("advance", "a.py"),
+                    ("start", "b.py"), ("advance", "b.py"), "left"]
+    assert len(assess_batch(paths, fails)) == 2  # no bar given: none shown
+
+
+def test_the_runner_imports_nothing_of_the_report():
+    """runner/ (rank 8) may import report/ (7) by rank, but does not (issue 25, step 4): the CLI
+    passes the progress bar in, and results leave through the writer the caller gives."""
+    import ast
+
+    import roofline_ext.runner as runner
+
+    folder = Path(runner.__file__).parent
+
+    def reaches_report(node) -> bool:
+        if isinstance(node, ast.Import):
+            return any(a.name.startswith("roofline_ext.report") for a in node.names)
+        if not isinstance(node, ast.ImportFrom):
+            return False
+        # runner/'s modules sit two levels below the package: "..report" or "from .. import report"
+        target = "roofline_ext" if node.level == 2 else "" if node.level else (node.module or "")
+        full = [f"{target}.{node.module}" if node.level and node.module else target]
+        if node.level == 2 and not node.module:
+            full = [f"{target}.{a.name}" for a in node.names]
+        return any(f == "roofline_ext.report" or f.startswith("roofline_ext.report.") for f in full)
+
+    found = [f"{path.name}:{node.lineno}" for path in sorted(folder.glob("*.py"))
+             for node in ast.walk(ast.parse(path.read_text(), str(path))) if reaches_report(node)]
+    assert found == []
 
 
 # --- timing code that runs on any device ------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Where a timing job draws a model's initial weights (runner/task_timing.py, ``_build_where``).
+"""Where a timing job draws a model's initial weights (tasks/building.py, ``build_where``).
 
 No GPU here: the meta device stands in for the GPU (a device that is not the CPU, whose factory
 calls make tensors without values), which is enough to see which way the constructor ran."""
@@ -9,7 +9,7 @@ import textwrap
 import pytest
 import torch
 
-from roofline_ext.runner import task_timing
+from roofline_ext.tasks import building
 from roofline_ext.tasks.loading import load_task
 
 TASK = '''
@@ -47,24 +47,24 @@ def test_a_reference_only_build_draws_the_weights_on_the_device(tmp_path, monkey
     seen = []
     real = torch.nn.Linear.reset_parameters
     monkeypatch.setattr(torch.nn.Linear, "reset_parameters", lambda self: (seen.append(self.weight.device.type), real(self))[1])
-    model, where = task_timing._build_where(task, task.model_cls, [8], torch.device("meta"), None, 0, "Model", "gpu")
+    model, where = building.build_where(task, task.model_cls, [8], torch.device("meta"), None, 0, "Model", "gpu")
     assert where == "gpu" and seen == ["meta"]  # initialised where it will run, not on the CPU first
     assert model.lin.weight.device.type == "meta" and not model.training
 
 
 def test_a_constructor_that_fails_on_the_device_is_built_on_the_cpu(tmp_path):
     task = _task(tmp_path, extra="self.lin.weight.detach().numpy()  # needs values on the CPU")
-    model, where = task_timing._build_where(task, task.model_cls, [8], torch.device("meta"), None, 0, "Model", "gpu")
+    model, where = building.build_where(task, task.model_cls, [8], torch.device("meta"), None, 0, "Model", "gpu")
     assert where == "cpu" and model.lin.weight.device.type == "meta"  # built on the CPU, then moved
 
 
 def test_a_judged_build_stays_on_the_cpu_and_is_the_same_for_the_same_seed(tmp_path):
     task = _task(tmp_path)
-    a = task_timing._build(task, task.model_cls, [8], torch.device("cpu"), None, 3, "Model")
-    b, where = task_timing._build_where(task, task.model_cls, [8], torch.device("cpu"), None, 3, "Model", "cpu")
+    a = building.build(task, task.model_cls, [8], torch.device("cpu"), None, 3, "Model")
+    b, where = building.build_where(task, task.model_cls, [8], torch.device("cpu"), None, 3, "Model", "cpu")
     assert where == "cpu" and torch.equal(a.lin.weight, b.lin.weight)
 
 
 @pytest.mark.parametrize("inputs, weights", [("auto", "gpu"), ("cpu", "cpu")])
 def test_weights_follow_the_inputs_option(inputs, weights):
-    assert task_timing._weights_for(inputs) == weights
+    assert building.weights_for(inputs) == weights

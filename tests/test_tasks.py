@@ -314,7 +314,7 @@ def test_batch_results_are_named_by_relative_path(tmp_path):
         (tmp_path / rel).write_text(GOOD)
     (tmp_path / "level2" / "2_bad.py").write_text("raise ValueError('no')\n")
     paths = find_task_files(tmp_path)
-    results = analyze_batch(paths, "H100", progress=False, measured=False)
+    results = analyze_batch(paths, "H100", measured=False)
     assert [r["task"] for r in results] == ["level1/1_a", "level2/1_a", "level2/2_bad"]
     assert [r["status"] for r in results] == ["ok", "ok", "error"]
     # files of one folder keep their stems

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from roofline_ext.measure import timing
-from roofline_ext.runner import task_timing
+from roofline_ext.runner import timing_jobs
 from roofline_ext.errors import UserError
 from roofline_ext.runner.isolation import run_isolated
 
@@ -31,20 +31,20 @@ def write(tmp_path, name, body):
 
 def test_time_task_refuses_unknown_dtype_before_loading(tmp_path):
     with pytest.raises(UserError, match="fp32, fp16, bf16"):
-        task_timing.time_task(write(tmp_path, "good.py", GOOD), dtype="fp4")
+        timing_jobs.time_task(write(tmp_path, "good.py", GOOD), dtype="fp4")
 
 
 def test_compare_uses_kernelbench_tolerance():
     a = torch.ones(100)
-    assert task_timing.compare(a, a + 5e-5, 1e-4)["ok"]
-    bad = task_timing.compare(a, a + 5e-3, 1e-4)
+    assert timing_jobs.compare(a, a + 5e-5, 1e-4)["ok"]
+    bad = timing_jobs.compare(a, a + 5e-3, 1e-4)
     assert not bad["ok"] and "atol=rtol=0.0001" in bad["reason"]
-    assert task_timing.compare(a, a + 5e-3, 1e-2)["ok"]
-    assert not task_timing.compare(a, torch.ones(99), 1e-2)["ok"]
+    assert timing_jobs.compare(a, a + 5e-3, 1e-2)["ok"]
+    assert not timing_jobs.compare(a, torch.ones(99), 1e-2)["ok"]
     nan = a.clone()
     nan[3] = float("nan")
-    assert not task_timing.compare(a, nan, 1e-2)["ok"]
-    assert not task_timing.compare((a, a), a, 1e-2)["ok"]
+    assert not timing_jobs.compare(a, nan, 1e-2)["ok"]
+    assert not timing_jobs.compare((a, a), a, 1e-2)["ok"]
 
 
 @pytest.mark.slow
@@ -110,7 +110,7 @@ def test_known_floor_task_fraction_between_0_and_1(tmp_path):
 
     body = GOOD.replace("torch.randn(1024)", "torch.randn(256 * 1024 * 1024)")
     p = write(tmp_path, "scale.py", body)
-    r = task_timing.time_task(p, trials=20, warmup=3)
+    r = timing_jobs.time_task(p, trials=20, warmup=3)
     d = device(0)
     floor_ms = 2 * 2**30 / (d.theoretical_bandwidth_tbps * 1e12) * 1e3
     frac = floor_ms / r["t_ref_ms"]
@@ -125,12 +125,12 @@ def test_candidate_checked_and_timed(tmp_path):
         def forward(self, x):
             return x + x
     """)
-    r = task_timing.time_task(write(tmp_path, "cand.py", body), trials=10, warmup=2)
+    r = timing_jobs.time_task(write(tmp_path, "cand.py", body), trials=10, warmup=2)
     assert r["correctness"]["ok"] and r["t_new_ms"] > 0 and r["speedup"] > 0
     wrong = GOOD + textwrap.dedent("""
     class ModelNew(torch.nn.Module):
         def forward(self, x):
             return x * 2.01
     """)
-    r = task_timing.time_task(write(tmp_path, "wrong.py", wrong), trials=5, warmup=1)
+    r = timing_jobs.time_task(write(tmp_path, "wrong.py", wrong), trials=5, warmup=1)
     assert r["correctness"]["ok"] is False

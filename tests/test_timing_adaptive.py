@@ -291,7 +291,7 @@ def test_timing_options_default_to_adaptive():
 
 
 def test_the_judge_gets_the_minimum_when_adaptive():
-    from roofline_ext.runner import task_timing
+    from roofline_ext.measure.task_timing import timed_and_seen
 
     seen = {}
 
@@ -301,7 +301,7 @@ def test_the_judge_gets_the_minimum_when_adaptive():
             return None  # as after a defence fired: no all-stream measure follows
 
     for trials, fewest in ((TrialRule().to_dict(), MIN_TRIALS), (25, 25), (TrialRule(min_trials=16), 16)):
-        task_timing._timed_and_seen(Judge(), None, [], None, trials, 10, None, 0)
+        timed_and_seen(Judge(), None, [], None, trials, 10, None, 0)
         assert seen == {"trials": fewest, "warmup": 10}
 
 

@@ -1,9 +1,10 @@
 """A reference's kernel profile on its counted ops: the kernels matched to the ops they ran for,
 held to each op's floor under the L2/HBM rule, and the profile's summary (``kernel_profile``).
 
-Pure: the profile is what the timing worker measured (``runner.kernel_profile.profile_reference``),
-a plain mapping; here it only meets the counts. :func:`place_profile` gives back a new
-:class:`RooflineResult` with the kernels on its ops and the summary, and changes nothing handed in.
+Pure: the profile is what the timing worker measured (``tasks.opranges.profile_reference`` over
+``measure.kernel_profile``), a plain mapping; here it only meets the counts. :func:`place_profile`
+gives back a new :class:`RooflineResult` with the kernels on its ops and the summary, and changes
+nothing handed in. :func:`l2_figure` is the calibration's L2 rate those kernels are held to.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any, Mapping, Sequence
 from .ops import L2_RULE, attach_kernels
 from .results import KernelTime, RooflineResult
 
-__all__ = ["place_profile", "align", "BREACH_EPS"]
+__all__ = ["place_profile", "align", "l2_figure", "BREACH_EPS"]
 
 #: A kernel sum below its op's floor by more than this fraction is a breach (timer resolution aside).
 BREACH_EPS = 1e-6
@@ -144,3 +145,15 @@ def _breaches(typed: RooflineResult) -> dict[str, Any]:
             everywhere.append({"index": o.index, "op": o.op, "module": o.module, "kernel_ms": o.kernel_ms,
                                "floor_ms": min(floors)})
     return {"by_roof": per_roof, "all_roofs": everywhere}
+
+
+def l2_figure(calibration: Mapping[str, Any] | None, regime: str = "burst") -> float | None:
+    """The fastest L2 read rate a calibration measured (TB/s), small working sets included (the
+    fastest is what an L2-resident op's floor may assume), or None when it measured none: the
+    record's figure (:meth:`~roofline_ext.peaks.record.CalibrationRecord.l2_figure`), the
+    ``l2_tbps`` that :func:`place_profile` holds kernels to."""
+    if not calibration:
+        return None
+    from ..peaks.record import CalibrationRecord
+
+    return CalibrationRecord.read(calibration).l2_figure(regime)

@@ -29,7 +29,6 @@ from ..model.gpu import GpuChoice, resolve_gpu
 from ..model.roofs import RoofSet
 from ..peaks.cache import cached_peaks, find_cached
 from ..peaks.measured import MeasuredPeaks
-from ..report.progress import Progress
 from ..tasks.counting import Counts, count_task, require_torch
 from ..tasks.loading import load_task, task_names
 from ..tasks.sandbox import task_sandbox
@@ -43,8 +42,48 @@ class ResultSink(Protocol):
     def add(self, result: Mapping[str, Any]) -> None: ...
 
 
+class ProgressBar(Protocol):
+    """What a batch shows its tasks on, entered around the batch: the task in hand (``start``), one
+    more done (``advance``), a line above the bar (``log``: what a task printed). The CLI passes
+    ``report.progress.Progress``; the runner never imports the report for it (issue 25, step 4)."""
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(self, *exc: Any) -> Any: ...
+
+    def start(self, name: str) -> None: ...
+
+    def advance(self, name: str) -> None: ...
+
+    def log(self, text: str) -> None: ...
+
+
+#: The runner's progress callback: given the number of tasks, the bar to show them on. ``None``
+#: (every runner function's default) shows none.
+ProgressFactory = Callable[[int], ProgressBar]
+
+
+class _NoBar:
+    """The bar of a batch shown on none."""
+
+    def __enter__(self) -> "_NoBar":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def start(self, name: str) -> None:
+        return None
+
+    def advance(self, name: str) -> None:
+        return None
+
+    def log(self, text: str) -> None:
+        return None
+
+
 __all__ = ["analyze_task", "assess_task", "assess_batch", "analyze_batch", "calibration_for", "error_result", "measured_peaks_for", "resolve_roofs",
-           "ROOF_SET_KEY"]
+           "ROOF_SET_KEY", "ProgressBar", "ProgressFactory"]
 
 #: The private key (stripped by ``report.writers.public``, so never JSON) under which every result
 #: carries the :class:`RoofSet` its floors were computed against: the charts draw that one.
@@ -200,14 +239,15 @@ def analyze_batch(
     regime: str = "burst",
     strict_fp32: bool = False,
     writer: ResultSink | None = None,
-    progress: bool = True,
+    progress: ProgressFactory | None = None,
     debug: bool = False,
     measured: Mapping[str, float] | None | bool = True,
     analyze: Callable[..., dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Analyze every task file in ``paths``; a failing task becomes an error result, never a stop.
 
-    Each result goes to ``writer`` (if given) as soon as it exists. ``debug`` prints each failure's
+    Each result goes to ``writer`` (if given) as soon as it exists; ``progress`` (if given) makes the
+    bar the tasks are shown on (:data:`ProgressFactory`). ``debug`` prints each failure's
     traceback on stderr (the batch still goes on). ``measured`` as for :func:`analyze_task`, looked
     up once for the whole batch. ``analyze`` replaces :func:`analyze_task` (same
     signature), for callers that add timing. Ctrl-C stops the batch; results so far are kept.
@@ -232,7 +272,7 @@ def analyze_batch(
 
 
 def assess_batch(paths: Iterable[str | os.PathLike], assess_one: Callable[[Path], TaskResult | ErrorResult], *,
-                 writer: ResultSink | None = None, progress: bool = True,
+                 writer: ResultSink | None = None, progress: ProgressFactory | None = None,
                  debug: bool = False) -> list[TaskResult | ErrorResult]:
     """:func:`analyze_batch` with typed results: ``assess_one(path)`` is the task's
     :class:`TaskResult`; a failing task becomes an :class:`ErrorResult`. ``writer`` gets each
@@ -248,13 +288,13 @@ def assess_batch(paths: Iterable[str | os.PathLike], assess_one: Callable[[Path]
 
 def _each_task(paths: Iterable[str | os.PathLike], analyze: Callable[[Path], R],
                failed: Callable[[Path, BaseException], R], named: Callable[[R, str], R], *,
-               progress: bool, debug: bool) -> list[R]:
+               progress: ProgressFactory | None, debug: bool) -> list[R]:
     """The in-process loop: each task analyzed, a failure its error result, each result named
     (``named``: its name in the batch, and handed on) as soon as it exists."""
     task_paths = [Path(p) for p in paths]
     results: list[R] = []
     names = task_names(task_paths)  # a folder of folders: "level1/19_ReLU"
-    with Progress(len(task_paths), enabled=progress) as bar:
+    with (progress(len(task_paths)) if progress is not None else _NoBar()) as bar:
         for p, name in zip(task_paths, names):
             bar.start(p.name)
             try:

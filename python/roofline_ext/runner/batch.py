@@ -17,6 +17,7 @@ process and timing in a fresh interpreter per task (:func:`.timed.assess_and_tim
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -33,7 +34,7 @@ from ..tasks.counting import Counts
 from ..tasks.loading import task_names
 from ..timestamps import process_age_s
 from ..model.assess import CandidateResult, ErrorResult, TaskResult, assess_failed
-from .analyze import assess_batch, assess_task, resolve_roofs
+from .analyze import ProgressFactory, assess_batch, assess_task, resolve_roofs
 from .candidates import Candidate
 from .jobs import COUNT, GPU_BACKEND, TIME_CANDIDATE, TIME_REFERENCE
 from .pool import Job, Outcome, Pool, capped_jobs, default_jobs
@@ -50,9 +51,9 @@ TIME_REFERENCE_FN = TIME_REFERENCE
 TIME_CANDIDATE_FN = TIME_CANDIDATE
 # --compile: torch.compile(Model) is a job of its own after the reference's, and every timing
 # worker warms the compiler up once before its snapshot (docs/runner.md, "torch.compile").
-TIME_COMPILED_FN = "roofline_ext.runner.task_timing:time_compiled"
+TIME_COMPILED_FN = "roofline_ext.runner.timing_jobs:time_compiled"
 # --new without --time: the same judge, correctness only, in a counting worker (on the CPU).
-JUDGE_CANDIDATE_FN = "roofline_ext.runner.task_timing:judge_candidate"
+JUDGE_CANDIDATE_FN = "roofline_ext.runner.timing_jobs:judge_candidate"
 COMPILE_WARM_UP_FN = "roofline_ext.runner.compiling:warm_up"
 #: --energy: each timing worker opens NVML and takes the idle probe before its snapshot.
 ENERGY_WARM_UP_FN = "roofline_ext.measure.energy:warm_up"
@@ -109,7 +110,7 @@ class BatchOptions:
     debug: bool = False
     backend: str | None = None  # the timing workers' setup/cleanup module; None: TIMING_BACKEND
     # --ops: every op's own floor and the unfused bound; with timing also each kernel of the reference
-    # (one extra profiled run, runner.kernel_profile), held to its op's floor with this L2 figure.
+    # (one extra profiled run, tasks.opranges), held to its op's floor with this L2 figure.
     ops: bool = False
     l2_tbps: float | None = None
     # --energy-costs: measured J per FLOP and per byte (model.energy.EnergyCosts), so each task's
@@ -132,23 +133,22 @@ class TaskFailed(RooflineError):
 
 
 def run_batch(paths: Sequence[str | os.PathLike], gpu: GpuChoice, opts: BatchOptions, *, writer=None,
-              progress: bool = False) -> list[dict[str, Any]]:
+              progress: ProgressFactory | None = None) -> list[dict[str, Any]]:
     """:func:`run_tasks`, each result as its JSON dict."""
     return [r.to_dict() for r in run_tasks(paths, gpu, opts, writer=writer, progress=progress)]
 
 
 def run_tasks(paths: Sequence[str | os.PathLike], gpu: GpuChoice, opts: BatchOptions, *, writer=None,
-              progress: bool = False) -> list[Result]:
+              progress: ProgressFactory | None = None) -> list[Result]:
     """Analyze (and with ``opts.timing`` time) every task in ``paths``; one typed result per task
     (:class:`~roofline_ext.model.assess.TaskResult`, or :class:`~roofline_ext.model.assess.ErrorResult`
     for a task that failed), in order.
 
-    ``writer``: gets ``add(result, index)`` for each result's JSON dict as it exists. ``progress``: show the
-    progress bar on stderr. Raises ``KeyboardInterrupt`` on Ctrl-C (results so far are with the
+    ``writer``: gets ``add(result, index)`` for each result's JSON dict as it exists. ``progress``: given the
+    number of tasks, the progress bar to show them on (the CLI passes ``report.progress.Progress``;
+    None: no bar). Raises ``KeyboardInterrupt`` on Ctrl-C (results so far are with the
     writer) and ``GpuUnavailableError`` when no timing worker can use its GPU.
     """
-    from ..report.progress import Progress
-
     from .pool import supported
 
     task_paths = [Path(p) for p in paths]
@@ -174,8 +174,9 @@ def run_tasks(paths: Sequence[str | os.PathLike], gpu: GpuChoice, opts: BatchOpt
     batch: _Batch | None = None
     age = process_age_s() if opts.verbose else None
     try:
-        with stop_on_signals(), pool, Progress(len(paths), enabled=progress) as bar:
-            batch = _Batch(task_paths, gpu, opts, writer, bar if progress else None, pool)
+        bar = progress(len(paths)) if progress is not None else contextlib.nullcontext(None)
+        with stop_on_signals(), pool, bar as shown:
+            batch = _Batch(task_paths, gpu, opts, writer, shown, pool)
             return batch.run()
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP: say what was kept, then stop as before
         done = 0 if batch is None else sum(r is not None for r in batch.results)
@@ -531,7 +532,8 @@ def _error(path: Path, kind: str | None, error: str | None, wall_s: float | None
 
 # --- the first versions' path, for comparison -----------------------------------------------------
 
-def _process_path(paths: list[Path], gpu: GpuChoice, opts: BatchOptions, writer, progress: bool) -> list[Result]:
+def _process_path(paths: list[Path], gpu: GpuChoice, opts: BatchOptions, writer,
+                  progress: ProgressFactory | None) -> list[Result]:
     if opts.ops and opts.timing is not None:
         raise RooflineError("--ops with --time profiles the reference in the pool's timing worker: "
                             "leave out --isolation process")

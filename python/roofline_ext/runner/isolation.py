@@ -66,7 +66,7 @@ def run_isolated(kwargs: dict[str, Any], timeout_s: float = 300.0) -> dict[str, 
 
 def _main() -> int:
     from ..errors import GpuUnavailableError, RooflineError
-    from .task_timing import time_task
+    from .timing_jobs import time_task
 
     kwargs = json.loads(sys.stdin.read())
     try:

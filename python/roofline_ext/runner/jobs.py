@@ -9,8 +9,8 @@ import dataclasses
 from typing import Any
 
 COUNT = "roofline_ext.runner.jobs:count"
-TIME_REFERENCE = "roofline_ext.runner.task_timing:time_reference"
-TIME_CANDIDATE = "roofline_ext.runner.task_timing:time_candidate"
+TIME_REFERENCE = "roofline_ext.runner.timing_jobs:time_reference"
+TIME_CANDIDATE = "roofline_ext.runner.timing_jobs:time_candidate"
 GPU_BACKEND = "roofline_ext.runner.gpu_backend"
 CPU_BACKEND = "roofline_ext.runner.cpu_backend"
 

@@ -126,7 +126,7 @@ def _nbytes(t) -> int | None:
 
 def run_if_not_counted(mode, func, args: tuple, kwargs: dict) -> tuple[bool, Any]:
     """The first step of every per-op dispatch mode (this counter, and the profiler's numbering in
-    runner/kernel_profile.py), shared so that both see the same ops in the same order:
+    tasks/opranges.py), shared so that both see the same ops in the same order:
     ``(True, result)`` for an op that is not counted itself, ``(False, None)`` for one that is.
 
     prim ops (prim.device, prim.layout) are metadata queries: run as they are. Under

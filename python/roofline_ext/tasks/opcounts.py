@@ -23,7 +23,7 @@ aten ops) on a GPU; ``F.batch_norm`` is ``_native_batch_norm_legit[_no_training]
 ``batch_norm``, ``conv2d``), holding the work of every aten op it dispatched, and the traffic of the
 call itself (what it reads that existed before it, what it returns or overwrites; its temporaries
 and side outputs such as attention's logsumexp are not traffic of the call). The GPU's profiled run
-groups its ops the same way (``runner/kernel_profile.py``), so the two match whatever each backend
+groups its ops the same way (``tasks/opranges.py``), so the two match whatever each backend
 dispatched. An aten op met outside such a call (``torch.compile`` emits aten ops directly, a task
 may call ``torch.ops.aten``) is named by :func:`op_family` from a table of the known variants.
 

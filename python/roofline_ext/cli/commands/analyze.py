@@ -33,6 +33,7 @@ from ...model.gpu import GpuChoice, resolve_gpu
 from ...model.verdict import JUDGE_MODES, Verdict, verdict_text
 from ...peaks.units import TASK_DTYPES, UNIT, task_dtype_name
 from ...report.outputs import check_outputs
+from ...report.progress import Progress
 from ...report.summary import BatchWriter, batch_summary, summary_table
 from ...report.writers import dumps, public, summarize, write_atomic
 from ...measure.timing import DEFAULT_MAX_TIME_S, DEFAULT_PRECISION
@@ -318,7 +319,7 @@ def _options(args: argparse.Namespace, gpu: GpuChoice, paths: list[Path]) -> Bat
                                timeout_s=args.timeout or DEFAULT_TIME_TIMEOUT_S, energy=args.energy)
     l2 = None
     if args.ops and args.time:
-        from ...runner.kernel_profile import l2_figure
+        from ...model.profiled import l2_figure
 
         l2 = l2_figure(calibration_for(gpu), args.regime)
     return BatchOptions(dtype=args.dtype, regime=args.regime, strict_fp32=args.strict_fp32,
@@ -608,7 +609,9 @@ def _run_batch(args: argparse.Namespace, paths: list[Path], gpu: GpuChoice) -> i
             "targets": list(args.targets), "timed": bool(args.time), "isolation": args.isolation}
     writer = BatchWriter(json_file, args.csv, meta=meta, summary_csv_path=args.summary_csv)
     try:
-        results = run_batch(paths, gpu, _options(args, gpu, paths), writer=writer, progress=not args.no_progress)
+        # The bar is the report's; the runner only calls it (runner/ never imports the report).
+        progress = None if args.no_progress else Progress
+        results = run_batch(paths, gpu, _options(args, gpu, paths), writer=writer, progress=progress)
     except KeyboardInterrupt:
         if args.json == "-":  # what finished is kept, on stdout as in the files
             print(dumps(writer.document(complete=False), indent=1))

@@ -107,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
     from ...model.gpu import GpuChoice
     from ...report.floors_table import floor_rows, table_document, to_csv, to_json
     from ...report.outputs import check_outputs, write_text
+    from ...report.progress import Progress
     from ...runner.batch import BatchOptions, run_batch
     from .analyze import task_paths
 
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     results = run_batch(paths, GpuChoice(first.full_name, first, None, "flag"),
                         BatchOptions(dtype=args.dtype, regime=args.regime, jobs=args.jobs, measured=None,
                                      isolation=args.isolation),
-                        progress=sys.stderr.isatty())
+                        progress=Progress if sys.stderr.isatty() else None)
     if len(paths) == 1:  # a batch of one keeps the file's stem as its name; so does the table
         results[0]["task"] = paths[0].stem
     version = counter_version()

@@ -1,124 +1,49 @@
-"""Each CUDA kernel of the reference, timed by the PyTorch profiler (CUPTI) and mapped to its op.
+"""Each CUDA kernel of a call, timed by the PyTorch profiler (CUPTI) and found under the op range
+that launched it.
 
 In the timing worker (``analyze --time --ops``), after the reference was event-timed: one more run,
 the L2 flushed before it as before every timed trial, under ``torch.profiler`` (CPU and CUDA
-activities: the CPU side is what ties a kernel to the op that launched it). During that run a
-dispatch mode wraps every aten op in ``record_function("roofline_ext.op#<i>")``, numbering the
-ops as the counting pass does (every op that is not a view, in dispatch order) and noting the
-module that called it. Each kernel the profiler saw is found under its op's range.
-
-Op families (``tasks/opcounts.py``): a call of a family function (``scaled_dot_product_attention``,
-``batch_norm``, ``conv2d``, ``dropout``, ...) is one op in both passes, whatever aten ops each
-backend dispatched beneath it: a torch-function mode opens the call's one range and names it by the
-function, and the aten ops inside it get no range of their own. So the GPU's flash, efficient, cuDNN
-or math attention is the counted ``scaled_dot_product_attention``, ``cudnn_batch_norm`` the counted
-``batch_norm``. (A torch-function mode makes ``has_torch_function`` true, which turns off
-``nn.MultiheadAttention``'s and ``nn.TransformerEncoderLayer``'s native fast path in this one run, as
-it is off in the count: the profiled run then runs the ops that were counted.)
-
-The profiled ops are then matched to the counted ones (:func:`~roofline_ext.model.profiled.align`, where
-:func:`~roofline_ext.model.profiled.place_profile` puts a profile on a result) by their sequence of
-(family, module) names (:func:`~roofline_ext.tasks.opcounts.match_key`: the family, in place or
-not): where the two passes dispatch the same ops (nearly always), the indices agree one to one;
-where they do not (an RNN is one cuDNN op on the GPU and a counted loop on the CPU) the ops that do
-not match are reported, with the kernel time that could not be put on a counted op. Matched ops' kernels go onto the result's ops
-(:func:`roofline_ext.model.ops.attach_kernels`), held to each op's floor under the L2/HBM rule.
+activities: the CPU side is what ties a kernel to the op that launched it). Pure measurement: the
+op ranges are opened by context managers the caller passes in (``tasks/opranges.py`` numbers the
+ops as the counting pass does and opens a ``record_function(OP_RANGE + number)`` around each); here
+the run is profiled and each kernel the profiler saw is put under the nearest such range above the
+CPU event that launched it. Putting those kernels on the counted ops and their floors is the
+model's (``model/profiled.py``). (Moved from ``runner/kernel_profile.py``, issue 25 step 4.)
 
 One profiled run per task: its overhead is the profiler's start (a fraction of a second) and one
 forward pass slowed on the CPU side only; kernel times are the GPU's own.
 """
 from __future__ import annotations
 
+import contextlib
 import re
 import statistics
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
-from ..model.profiled import BREACH_EPS, align
+__all__ = ["OP_RANGE", "FORWARD", "OpRanges", "profile_kernels", "kernels_by_op", "queued_gpu_ms"]
 
-__all__ = ["profile_reference", "align", "l2_figure", "kernels_by_op", "BREACH_EPS"]
+#: The name of op number ``i``'s profiler range: ``f"{OP_RANGE}{i}"`` (tasks/opranges.py opens them).
+OP_RANGE = "roofline_ext.op#"
+#: The range around the whole profiled call: kernels launched outside it (the L2 flush, the
+#: profiler's own work) are left out.
+FORWARD = "roofline_ext.forward"
+_OP_RE = re.compile(rf"^{re.escape(OP_RANGE)}(\d+)$")
 
-_RANGE = "roofline_ext.op#"
-_FORWARD = "roofline_ext.forward"
-_OP_RE = re.compile(r"^roofline_ext\.op#(\d+)$")
-
-
-def _make_mode(record: list[dict[str, Any]], tracker):
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    from ..tasks.opcounter import _ALIASES, run_if_not_counted
-    from ..tasks.opcounts import op_family
-
-    class _Numbering(TorchDispatchMode):
-        """Every non-view aten op in a profiler range of its own, numbered as the counting pass numbers
-        its per-op rows; inside a family call (:func:`_make_family_mode`) the call's range holds them."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.in_family: list[int] = []  # the family call running: its ops dispatched so far
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            handled, value = run_if_not_counted(self, func, args, kwargs)
-            if handled:
-                return value
-            name = func._overloadpacket.__name__
-            if func.is_view or name in _ALIASES:
-                return func(*args, **kwargs)
-            if self.in_family:
-                # the family's own range (record_function) dispatches profiler ops: not the call's
-                self.in_family[-1] += func.namespace != "profiler"
-                return func(*args, **kwargs)
-            i = len(record)
-            record.append({"index": i, "op": op_family(name, args), "module": tracker.current, "kernels": []})
-            with torch.autograd.profiler.record_function(f"{_RANGE}{i}"):
-                return func(*args, **kwargs)
-
-    return _Numbering()
-
-
-def _make_family_mode(record: list[dict[str, Any]], tracker, numbering):
-    """A torch-function mode that makes each family call one numbered op, named by the function, its
-    range around every aten op it dispatches (as the count makes it one row, tasks/opcounts.py). A
-    call that dispatched no op (dropout in eval mode) leaves no record, as it leaves no row."""
-    import torch
-    from torch.overrides import TorchFunctionMode
-
-    from ..tasks.opcounts import family_functions
-
-    families = family_functions()
-
-    class _Families(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            try:
-                family = families.get(func)
-            except TypeError:  # an unhashable callable is no family function
-                family = None
-            if family is None or numbering.in_family:
-                return func(*args, **kwargs)
-            i = len(record)
-            record.append({"index": i, "op": family, "module": tracker.current, "kernels": []})
-            numbering.in_family.append(0)
-            try:
-                with torch.autograd.profiler.record_function(f"{_RANGE}{i}"):
-                    return func(*args, **kwargs)
-            finally:
-                if numbering.in_family.pop() == 0 and len(record) == i + 1:
-                    record.pop()
-
-    return _Families()
+#: What the caller passes to :func:`profile_kernels`: called inside the profiled run's guard, it
+#: gives the op records the ranges will fill (each a dict with its ``index``, the number of its
+#: range) and the context managers that open the ranges, entered in order around the call.
+OpRanges = Callable[[], tuple[list[dict[str, Any]], Sequence[contextlib.AbstractContextManager[Any]]]]
 
 
 def _op_of(e: Any) -> tuple[int | None, bool]:
-    """(the nearest ``roofline_ext.op#`` range above event ``e``, whether ``e`` is in the forward)."""
+    """(the nearest ``OP_RANGE`` range above event ``e``, whether ``e`` is in the forward)."""
     op, p = None, e
     while p is not None:
         m = _OP_RE.match(str(getattr(p, "name", "")))
         if m and op is None:
             op = int(m.group(1))
-        if getattr(p, "name", None) == _FORWARD:
+        if getattr(p, "name", None) == FORWARD:
             return op, True
         p = getattr(p, "cpu_parent", None)
     return op, False
@@ -156,7 +81,7 @@ def _device_kernels(events: Sequence[Any]) -> list[tuple[Any, str, float]] | Non
 def kernels_by_op(events: Sequence[Any]) -> tuple[dict[int, list[tuple[str, float]]], float, int]:
     """({op number: [(kernel, µs)]}, µs of kernels inside the forward but under no op, kernels in all)
     from the profiler's events (``prof.events()``): each GPU activity once, its op the nearest
-    ``roofline_ext.op#`` range above the CPU event that launched it. Activities launched outside the
+    ``OP_RANGE`` range above the CPU event that launched it. Activities launched outside the
     forward (the L2 flush, the profiler's own work) are left out."""
     launches = _device_kernels(events)
     if launches is None or not any(src is not None and _op_of(src)[1] for src, _, _ in launches):
@@ -185,24 +110,22 @@ def kernels_by_op(events: Sequence[Any]) -> tuple[dict[int, list[tuple[str, floa
     return out, outside, count
 
 
-def profile_reference(fn: Callable[[], Any], model: Any, device: int, flush: Callable[[], None] | None) -> dict[str, Any]:
-    """Run ``fn()`` (the reference's forward, already warm) once under the profiler; JSON-ready:
-    ``ops`` (number, op, module, kernels as [name, ms]), ``kernel_sum_ms`` (every kernel of the
-    forward), ``outside_ms`` (kernels under no op), ``kernels``, ``l2_bytes`` of the device. A
-    profiler that cannot run gives ``{"error": reason}``: the timing itself stands."""
+def profile_kernels(fn: Callable[[], Any], device: int, flush: Callable[[], None] | None,
+                    ranges: OpRanges) -> dict[str, Any]:
+    """Run ``fn()`` (already warm) once under the profiler, inside the context managers ``ranges()``
+    gives; JSON-ready: ``ops`` (the records ``ranges()`` gave, filled while the call ran, each with
+    its ``kernels`` as [name, ms]), ``kernel_sum_ms`` (every kernel of the call), ``outside_ms``
+    (kernels under no op), ``kernels``, ``l2_bytes`` of the device, and ``queued``
+    (:func:`queued_gpu_ms`). A profiler that cannot run gives ``{"error": reason}``: the timing
+    itself stands."""
     import warnings
 
     import torch
 
-    from ..tasks.opcounts import ModuleTracker
-
     try:
         from torch.profiler import ProfilerActivity, profile
 
-        record: list[dict[str, Any]] = []
-        tracker = ModuleTracker(model)
-        mode = _make_mode(record, tracker)
-        families = _make_family_mode(record, tracker, mode)
+        record, contexts = ranges()
         l2 = int(torch.cuda.get_device_properties(device).L2_cache_size or 0) or None
         with torch.cuda.device(device):
             if flush is not None:
@@ -213,7 +136,9 @@ def profile_reference(fn: Callable[[], Any], model: Any, device: int, flush: Cal
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
                 with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                    with torch.autograd.profiler.record_function(_FORWARD), tracker, families, mode:
+                    with torch.autograd.profiler.record_function(FORWARD), contextlib.ExitStack() as stack:
+                        for context in contexts:
+                            stack.enter_context(context)
                         fn()
                     torch.cuda.synchronize()
                 events = prof.events()
@@ -288,14 +213,3 @@ def queued_gpu_ms(fn: Callable[[], Any], flush: Callable[[], None] | None, *, re
         out["reason"] = (f"the host never issued the call within the spin ({_MAX_SPIN_S:g} s at most): it "
                          "waits on the GPU inside the call, or takes longer to issue than the spin lasts")
     return out
-
-
-def l2_figure(calibration: Mapping[str, Any] | None, regime: str = "burst") -> float | None:
-    """The fastest L2 read rate a calibration measured (TB/s), small working sets included (the
-    fastest is what an L2-resident op's floor may assume), or None when it measured none: the
-    record's figure (:meth:`~roofline_ext.peaks.record.CalibrationRecord.l2_figure`)."""
-    if not calibration:
-        return None
-    from ..peaks.record import CalibrationRecord
-
-    return CalibrationRecord.read(calibration).l2_figure(regime)

@@ -1,0 +1,65 @@
+"""The timing of a task's calls, over the one event-timing loop (:mod:`.timing`): the reference's,
+a candidate's through its judge, the compiled model's first call.
+
+Pure measurement: the calls come built (``tasks/building.py``) and the judge comes as an argument
+(``runner/timing_jobs.py``, the timing worker's jobs, passes it), so nothing here loads a task or
+imports the judge. Moved from ``runner/task_timing.py``, issue 25 step 4.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from .timing import DEFAULT_WARMUP_S, Trials, fewest_trials, lazy_torch, time_callable
+
+__all__ = ["time_call", "time_reference_call", "first_call", "timed_and_seen"]
+
+
+def time_call(fn: Callable[[], Any], device: int, trials: Trials, warmup: int, flush,
+              warmup_s: float | None = None) -> dict[str, Any]:
+    """``fn``'s timing statistics (:func:`~.timing.time_callable`): a candidate's or a compiled
+    model's, whose warm-up makes all ``warmup`` calls, as the judge places its checked trials by count."""
+    return time_callable(fn, device=device, trials=trials, warmup=warmup, flush=flush, warmup_s=warmup_s)
+
+
+def time_reference_call(fn: Callable[[], Any], device: int, trials: Trials, warmup: int, flush) -> dict[str, Any]:
+    """The reference's timing: its warm-up may stop early once warm (``timing.DEFAULT_WARMUP_S``);
+    a candidate's makes all ``warmup`` calls, as the judge places its checked trials by count."""
+    return time_call(fn, device, trials, warmup, flush, DEFAULT_WARMUP_S)
+
+
+def first_call(call: Callable[[], Any], device: int) -> tuple[Any, float, bool]:
+    """(``call()``'s output, its seconds to the GPU's end, whether inductor's FX-graph cache served
+    it): the first call of a ``torch.compile``d model is its compile (tracing, compiling, running),
+    and the cache hit says whether the run's own cache (docs/runner.md) saved the compiling."""
+    torch = lazy_torch()
+    from torch._dynamo.utils import counters
+
+    hits = counters["inductor"]["fxgraph_cache_hit"]
+    t0 = time.perf_counter()
+    out = call()
+    torch.cuda.synchronize(device)
+    seconds = time.perf_counter() - t0
+    return out, seconds, counters["inductor"]["fxgraph_cache_hit"] > hits
+
+
+def timed_and_seen(judge, candidate, args, time_fn, trials: Trials, warmup: int, flush, device: int,
+                   energy: bool = False):
+    """The timed loop with its checked trials, then the all-stream measure of the same calls. The
+    judge picks its checked trials among the fewest an adaptive run makes (``fewest_trials``), so a
+    run that stops early never skips a check. ``energy``: a candidate still correct after all that
+    has its energy per call measured as the reference's is (its calls in candidate code).
+
+    ``judge`` is the candidate's :class:`~roofline_ext.judge.protocol.Judge` (passed in: the judge
+    sits above this layer); ``time_fn(fn, before)`` times ``fn`` with ``before`` run before each trial."""
+    timing = judge.timed(candidate, args, time_fn, trials=fewest_trials(trials), warmup=warmup, flush=flush)
+    if timing is not None and judge.new_values(candidate, args, timing["median_ms"], flush):
+        judge.all_streams(candidate, args, timing["median_ms"], device)
+    if energy and timing is not None and judge.judgement().scored:
+        from .energy import measure_call_energy
+
+        measured = judge.guarded_call("the energy window", lambda: measure_call_energy(
+            lambda: candidate(*args), device=device, call_ms=timing["median_ms"], flush=flush))
+        if measured is not None:
+            timing = {**timing, "energy": measured}
+    return timing
