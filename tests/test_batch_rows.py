@@ -102,3 +102,15 @@ def test_a_job_that_never_reports_leaves_its_task_a_row(tmp_path):
     rows = _run(tmp_path, lambda job: None if job.key[0] == 2 else _reference(job))
     assert len(rows) == 3 and rows[2]["status"] == "error" and rows[2]["error_kind"] == "lost"
     assert "never reported" in rows[2]["error"]
+
+
+def test_a_reply_that_is_not_what_the_worker_writes_is_that_tasks_row_naming_the_key(tmp_path):
+    def timing(job):
+        out = _reference(job)
+        if job.key[0] == 1:
+            out.value["reference"]["trials"] = "ten"  # typed once, where the runner reads it
+        return out
+
+    rows = _run(tmp_path, timing)
+    assert [r.get("status") for r in rows] == ["ok", "error", "ok"]
+    assert rows[1]["error_kind"] == "error" and "reference.trials is 'ten', not an integer" in rows[1]["error"]

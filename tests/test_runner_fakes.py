@@ -158,6 +158,9 @@ def _run(path, seed=42):
 
 
 def _stats(t, trials):
+    # ``trials`` comes as the job's rule (a dict, TrialRule.to_dict()); a series says how many it ran
+    if isinstance(trials, dict):
+        trials = trials.get("fixed") or trials.get("min_trials") or 10
     return {"median_ms": t, "mean_ms": t, "best_ms": t, "p10_ms": t, "p90_ms": t, "cv": 0.0,
             "trials": trials, "warmup": 0}
 

@@ -33,6 +33,7 @@ from typing import Any, Callable, Mapping, Union
 
 from ..errors import UserError
 from .median_ci import CONFIDENCE, median_interval
+from .timing_record import TimingStats
 
 DEFAULT_TRIALS = 100  # --trials' count of the first versions (and KernelBench's); a fixed count
 DEFAULT_WARMUP = 10
@@ -298,37 +299,47 @@ def next_chunk(rule: TrialRule, n: int, elapsed_s: float, rel: float | None,
     return max(1, min(chunk, rule.max_trials - n))
 
 
-def timing_stats(ms: list[float], warmup: int, rule: TrialRule, stopped: str) -> dict[str, Any]:
-    """The statistics dict of a series (the JSON's ``reference``, ``candidate_timing``, ``compiled``).
+def series_stats(ms: list[float], warmup: int, rule: TrialRule, stopped: str,
+                 timed_s: float | None = None) -> TimingStats:
+    """The statistics of a series, typed (:class:`~.timing_record.TimingStats`): its keys are the
+    JSON's ``reference``, ``candidate_timing`` and ``compiled``, in this order.
 
     ``ci_low_ms``/``ci_high_ms``: the 95% confidence interval of the median; ``ci_rel`` its
     half-width relative to the median (wider side; None with fewer than 6 trials);
     ``precision_reached``: ``ci_rel <= precision``, for a fixed count too (what N trials bought).
+    ``timed_s`` (the timed trials' wall seconds) only for an adaptive series.
     """
     srt = sorted(ms)
     mean = statistics.fmean(ms)
     iv = median_interval(ms)
-    return {
-        "median_ms": statistics.median(ms),
-        "mean_ms": mean,
-        "best_ms": srt[0],
-        "p10_ms": srt[len(srt) // 10],
-        "p90_ms": srt[(9 * len(srt)) // 10 if len(srt) > 1 else 0],
-        "cv": statistics.stdev(ms) / mean if len(ms) > 1 and mean > 0 else 0.0,
-        "trials": len(ms),
-        "warmup": warmup,
-        "mode": "adaptive" if rule.adaptive else "fixed",
-        "confidence": CONFIDENCE,
-        "ci_low_ms": iv.low,
-        "ci_high_ms": iv.high,
-        "ci_rel": iv.rel,
-        "precision": rule.precision,
-        "precision_reached": iv.rel is not None and iv.rel <= rule.precision,
-        "stopped": stopped,
+    extra = {} if timed_s is None else {"timed_s": timed_s}
+    return TimingStats.of(
+        median_ms=statistics.median(ms),
+        mean_ms=mean,
+        best_ms=srt[0],
+        p10_ms=srt[len(srt) // 10],
+        p90_ms=srt[(9 * len(srt)) // 10 if len(srt) > 1 else 0],
+        cv=statistics.stdev(ms) / mean if len(ms) > 1 and mean > 0 else 0.0,
+        trials=len(ms),
+        warmup=warmup,
+        mode="adaptive" if rule.adaptive else "fixed",
+        confidence=CONFIDENCE,
+        ci_low_ms=iv.low,
+        ci_high_ms=iv.high,
+        ci_rel=iv.rel,
+        precision=rule.precision,
+        precision_reached=iv.rel is not None and iv.rel <= rule.precision,
+        stopped=stopped,
         # The smallest gap between two distinct times: the timer's step where the series is long
         # (what a ``resolution`` stop was held to), an upper bound on it where it is short.
-        "timer_step_ms": timer_step_ms(ms),
-    }
+        timer_step_ms=timer_step_ms(ms),
+        **extra,
+    )
+
+
+def timing_stats(ms: list[float], warmup: int, rule: TrialRule, stopped: str) -> dict[str, Any]:
+    """:func:`series_stats` as the dict the timing worker sends (the JSON's keys, in order)."""
+    return series_stats(ms, warmup, rule, stopped).to_dict()
 
 
 def time_callable(fn, *, device: int = 0, trials: Trials = DEFAULT_TRIALS, warmup: int = DEFAULT_WARMUP,
@@ -353,7 +364,7 @@ def _timed(fn, rule: TrialRule, warmup: int, before, events, clock, warmup_s: fl
         warmed = _warm_up(fn, warmup, before, events, clock, warmup_s)
         return timing_stats(event_times_ms(fn, rule.fixed, 0, before, events=events), warmed, rule, "fixed")
     run = adaptive_times_ms(fn, rule, warmup, before, events=events, clock=clock, warmup_s=warmup_s)
-    return {**timing_stats(run.ms, run.warmup, rule, run.stopped), "timed_s": run.timed_s}
+    return series_stats(run.ms, run.warmup, rule, run.stopped, timed_s=run.timed_s).to_dict()
 
 
 def timing_overhead_us(device: int = 0, trials: int = 200) -> float:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..errors import RooflineError
+from ..measure.timing_record import TimingReply, TimingReplyError, TimingStats, plain
 from ..tasks.counting import Counts
 from ..tasks.loading import TaskError
 from .floors import roofline_result
@@ -139,7 +140,7 @@ class CandidateResult:
     error: str | None = None
     correctness: Mapping[str, Any] | None = None
     judgement: Mapping[str, Any] | None = None
-    timing: Mapping[str, Any] | None = None
+    timing: TimingStats | None = None
     energy: Mapping[str, Any] | None = None
     work: Mapping[str, Any] = field(default_factory=dict)  # job_s, timed_loop_s, judge_s, phases_s
     worker_replaced: tuple[str, ...] | None = None
@@ -156,19 +157,20 @@ class CandidateResult:
     def from_reply(cls, candidate: str, sample: int | None, value: Mapping[str, Any], *,
                    wall_s: float | None = None) -> CandidateResult:
         """What ``time_candidate`` (or ``judge_candidate``) returned. Without a ``judgement`` (the
-        first versions' path, ``--isolation process``) the verdict is correctness alone."""
+        first versions' path, ``--isolation process``) the verdict is correctness alone. Its
+        ``candidate_timing`` is read through :meth:`TimingStats.from_dict` (a bad one raises
+        :class:`~roofline_ext.measure.timing_record.TimingReplyError`)."""
         judgement = value.get("judgement")
         if judgement is None:
             ok = bool((value.get("correctness") or {}).get("ok"))
             judgement = {"verdict": (Verdict.CORRECT if ok else Verdict.INCORRECT).value,
                          "reason": None if ok else (value.get("correctness") or {}).get("reason")}
         correct = judgement["verdict"] == Verdict.CORRECT.value
-        timing = dict(value.get("candidate_timing") or {}) if correct else None
-        energy = timing.pop("energy", None) if timing else None  # --energy: beside the timing, as the task's
+        timing, energy = _candidate_timing(value.get("candidate_timing") if correct else None)
         work = {k: value.get(k) for k in ("job_s", "timed_loop_s", "judge_s", "phases_s")}
         return cls(candidate, sample, wall_s, "ok", judgement["verdict"], judgement.get("reason"),
                    judgement.get("defence"), correct, value.get("t_new_ms") if correct else None,
-                   correctness=value.get("correctness"), judgement=judgement, timing=timing or None,
+                   correctness=value.get("correctness"), judgement=judgement, timing=timing,
                    energy=energy, work=work)
 
     def with_replaced(self, replaced: Sequence[str]) -> CandidateResult:
@@ -198,7 +200,8 @@ class CandidateResult:
         else:
             d.update(status="ok", correct=self.correct, correctness=self.correctness, verdict=self.verdict,
                      reason=self.reason, defence=self.defence, judgement=self.judgement, t_new_ms=self.t_new_ms,
-                     timing=self.timing, energy=self.energy, **self.work)
+                     timing=self.timing.to_dict() if self.timing is not None else None, energy=self.energy,
+                     **self.work)
         if self.worker_replaced:
             d["worker_replaced"] = list(self.worker_replaced)
         if self.score is not None:
@@ -206,6 +209,18 @@ class CandidateResult:
                      roofs={k: (dict(v) if v else v) for k, v in self.score.roofs.items()},
                      below_floor=list(self.score.below_floor))
         return d
+
+
+def _candidate_timing(raw: Any) -> tuple[TimingStats | None, Mapping[str, Any] | None]:
+    """A candidate's ``candidate_timing``: its series, and its ``--energy`` measurement, which the
+    result carries beside the timing (as the task's). Empty or None: no timing."""
+    if not raw:
+        return None, None
+    if not isinstance(raw, Mapping):
+        raise TimingReplyError(f"candidate_timing is {type(raw).__name__}, not an object")
+    series = {k: v for k, v in raw.items() if k != "energy"}
+    energy = raw.get("energy")
+    return (TimingStats.from_dict(series, where="candidate_timing") if series else None), energy
 
 
 # --- a counted task on the roofs --------------------------------------------------------------------
@@ -326,13 +341,14 @@ def _no_roofline_reason(counts: Counts, choice: GpuChoice) -> str:
 class TaskResult:
     """A task's result: its placement on the roofs (or, for a task counted but with no floor to
     give, its error), and what timing and judging added. ``roofline`` is the floors as they end
-    (with the profiled kernels on the ops); ``reference`` the reference's timing as the worker gave
-    it (None: not timed); ``judged``: candidates judged without timing (no scores)."""
+    (with the profiled kernels on the ops); ``reference`` the timing worker's reply, typed
+    (:class:`~roofline_ext.measure.timing_record.TimingReply`: the reference's series, its median,
+    the compile's part; None: not timed); ``judged``: candidates judged without timing (no scores)."""
 
     placement: Placement | ErrorResult
     roofline: RooflineResult | None = None
     candidates: tuple[CandidateResult, ...] = ()
-    reference: Mapping[str, Any] | None = None
+    reference: TimingReply | None = None
     energy: Mapping[str, Any] | None = None
     kernel_profile: Mapping[str, Any] | None = None
     judged: bool = False
@@ -370,7 +386,7 @@ class TaskResult:
         roofs = self.placement.roof_dicts()
         if self.reference is None:
             return roofs
-        single, t_compile = self.single, self.reference.get("t_compile_ms")
+        single, t_compile = self.single, self.reference.t_compile_ms
         mine = (single.score.roofs if single is not None and single.score is not None else {})
         for name, roof in roofs.items():
             if roof and single is not None:
@@ -409,15 +425,15 @@ class TaskResult:
 
     def _timing_dict(self) -> dict[str, Any]:
         assert self.reference is not None
-        timing = dict(self.reference)
-        timing.pop("energy", None)  # --energy: the task's ``energy``, beside its time
-        if timing.get("kernel_profile") is not None:
-            timing.pop("kernel_profile")
+        timing = self.reference.without("energy")  # --energy: the task's ``energy``, beside its time
+        if timing.kernel_profile is not None:  # --ops: the task's ``kernel_profile``, on its ops
+            timing = timing.without("kernel_profile")
         rec = self.single
         if rec is not None:  # what the one-candidate text report and the first JSON layout read
-            timing.update(candidate=rec.candidate, correctness=rec.correctness, candidate_timing=rec.timing,
-                          t_new_ms=rec.t_new_ms, speedup=rec.score.speedup if rec.score else None)
-        return timing
+            timing = timing.with_values(candidate=rec.candidate, correctness=rec.correctness,
+                                        candidate_timing=rec.timing, t_new_ms=rec.t_new_ms,
+                                        speedup=rec.score.speedup if rec.score else None)
+        return timing.to_dict()
 
     def _verdict_keys(self, d: dict[str, Any]) -> None:
         single = self.single
@@ -428,10 +444,10 @@ class TaskResult:
             return
         d["speedup"] = single.score.speedup if single and single.score else None
         ref = self.reference
-        d["t_compile_ms"] = ref.get("t_compile_ms")
-        if "compiled_correctness" in ref or "compile_error" in ref:  # --compile
-            d["compiled_correct"] = (ref.get("compiled_correctness") or {}).get("ok")
-            d["compile_error"] = ref.get("compile_error")
+        d["t_compile_ms"] = ref.t_compile_ms
+        if ref.compile_asked:  # --compile
+            d["compiled_correct"] = ref.compiled_correct
+            d["compile_error"] = ref.compile_error
         if single is not None:
             primary = (single.score.roofs if single.score else {}).get(d.get("primary_roof") or "")
             d["score"] = primary["score"] if primary else None
@@ -447,20 +463,22 @@ def _plain(energy: Mapping[str, Any]) -> dict[str, Any]:
 
 # --- assess: the one place a result is assembled -------------------------------------------------
 
-def assess(counts: Counts, roofs: RoofSet, timing: Mapping[str, Any] | None = None,
+def assess(counts: Counts, roofs: RoofSet, timing: TimingReply | Mapping[str, Any] | None = None,
            candidates: Sequence[CandidateResult] = (), profile: Mapping[str, Any] | None = None, *,
            gpu: GpuChoice, regime: str | None = None, strict_fp32: bool = False, per_op: bool = False,
            include_ops: bool = True, t_ref_ms: float | None = None, t_new_ms: float | None = None,
            judged: bool = False, l2_tbps: float | None = None, energy_costs: Any = None) -> TaskResult:
     """A counted task's result: ``counts`` on ``roofs``, with the reference's ``timing`` (the
-    timing worker's dict; None: not timed), its ``candidates`` (scored when timed; with
+    timing worker's reply, :class:`TimingReply`; a dict made elsewhere is read through its
+    ``from_dict``, ``t_ref_ms`` required; None: not timed), its ``candidates`` (scored when timed; with
     ``judged`` and no timing, judged only), the reference's kernel ``profile`` held to its ops'
     floors with the L2 figure ``l2_tbps``, and, with ``energy_costs``, each measured energy against
     the task's energy floor. Untimed, ``t_ref_ms``/``t_new_ms`` are times measured elsewhere.
     Raises ``TaskError`` for counts with no floor to give (a forward that returns no tensor)."""
     single = candidates[0] if len(candidates) == 1 else None
+    timing = _reply(timing)
     if timing is not None:
-        t_ref_ms = timing["t_ref_ms"]
+        t_ref_ms = timing.t_ref_ms
         t_new_ms = single.t_new_ms if single is not None and single.correct else None
     placement = place(counts, roofs, gpu=gpu, regime=regime, strict_fp32=strict_fp32, per_op=per_op,
                       include_ops=include_ops, t_ref_ms=t_ref_ms, t_new_ms=t_new_ms)
@@ -468,32 +486,42 @@ def assess(counts: Counts, roofs: RoofSet, timing: Mapping[str, Any] | None = No
                      energy_costs=energy_costs)
 
 
-def assess_failed(error: ErrorResult, timing: Mapping[str, Any] | None, candidates: Sequence[CandidateResult] = (),
-                  profile: Mapping[str, Any] | None = None, *, l2_tbps: float | None = None) -> TaskResult | ErrorResult:
+def assess_failed(error: ErrorResult, timing: TimingReply | Mapping[str, Any] | None,
+                  candidates: Sequence[CandidateResult] = (), profile: Mapping[str, Any] | None = None, *,
+                  l2_tbps: float | None = None) -> TaskResult | ErrorResult:
     """A task counted but with no floor to give (:func:`assess` raised): timed, its error with the
     times and the candidates as a timed result has them; untimed, the error alone."""
+    timing = _reply(timing)
     if timing is None:
         return error
     return _assemble(error, timing, candidates, profile, l2_tbps=l2_tbps)
 
 
-def _assemble(head: Placement | ErrorResult, timing: Mapping[str, Any] | None, candidates: Sequence[CandidateResult],
+def _reply(timing: TimingReply | Mapping[str, Any] | None) -> TimingReply | None:
+    """The reply typed: the runner's already is; a dict (a test's, a caller's of the public
+    functions) is validated as a reply, with only ``t_ref_ms`` required (the floor's fraction)."""
+    if timing is None or isinstance(timing, TimingReply):
+        return timing
+    return TimingReply.from_dict(timing, required=("t_ref_ms",))
+
+
+def _assemble(head: Placement | ErrorResult, timing: TimingReply | None, candidates: Sequence[CandidateResult],
               profile: Mapping[str, Any] | None, *, judged: bool = False, l2_tbps: float | None = None,
               energy_costs: Any = None) -> TaskResult:
     placed = head if isinstance(head, Placement) else None
     roofline = placed.roofline if placed is not None else None
     roofs = placed.roof_dicts() if placed is not None else {}
     if timing is not None:
-        candidates = [c.scored(roofs, timing["t_ref_ms"]) for c in candidates]
+        candidates = [c.scored(roofs, timing.t_ref_ms) for c in candidates]
     kernel_profile = None
     if profile is not None:
         roofline, kernel_profile = place_profile(roofline, profile, t_ref_ms=placed.t_ref_ms if placed else None,
                                                  l2_tbps=l2_tbps)
-    energy = {"reference": timing["energy"]} if timing is not None and "energy" in timing else None
+    energy = {"reference": plain(timing.energy)} if timing is not None and timing.has("energy") else None
     if energy is not None and roofline is not None and energy_costs is not None and placed is not None:
         energy, candidates = _energy_floor(energy, roofline, placed.counts, candidates, energy_costs)
     impossible = bool(roofline is not None and roofline.impossible_roofs) if placed is not None else False
-    notes = _notes(candidates, roofs, timing["t_ref_ms"] if timing is not None else None, impossible,
+    notes = _notes(candidates, roofs, timing.t_ref_ms if timing is not None else None, impossible,
                    timed=timing is not None) if timing is not None or judged else []
     return TaskResult(head, roofline, tuple(candidates), timing, energy, kernel_profile,
                       judged=judged and timing is None, notes=tuple(notes))

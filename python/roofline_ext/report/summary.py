@@ -15,6 +15,7 @@ import statistics
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..measure.timing_record import TimingReply, TimingStats
 from ..model.floors import ROOF_NAMES
 from .energy_summary import energy_summary, energy_summary_lines, energy_summary_rows
 from .outputs import STDOUT
@@ -145,9 +146,8 @@ TIMED_COLUMNS = ("wall_s", "t_ref_ms", "t_compile_ms", "candidate", "sample", "c
     "trials_mode",) + tuple(f"{who}_{key}" for who in ("ref", "new") for key in TRIAL_KEYS)
 
 
-def _trial_cells(stats: Mapping[str, Any] | None, who: str) -> dict[str, Any]:
-    stats = stats or {}
-    return {f"{who}_{key}": stats.get(key) for key in TRIAL_KEYS}
+def _trial_cells(stats: TimingStats | None, who: str) -> dict[str, Any]:
+    return {f"{who}_{key}": getattr(stats, key) if stats is not None else None for key in TRIAL_KEYS}
 
 
 def _timed_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -155,15 +155,17 @@ def _timed_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     base.update(wall_s=result.get("wall_s"), t_ref_ms=result.get("t_ref_ms"), t_compile_ms=result.get("t_compile_ms"))
     for roof in ROOF_NAMES:
         base[f"{roof}_ref_fraction"] = _roof(result, roof).get("ref_fraction")
-    reference = (result.get("timing") or {}).get("reference")
-    base.update(_trial_cells(reference, "ref"), trials_mode=(reference or {}).get("mode"))
+    timing = TimingReply.of_result(result)
+    reference = timing.reference if timing is not None else None
+    base.update(_trial_cells(reference, "ref"), trials_mode=reference.mode if reference is not None else None)
     rows = []
     for c in result.get("candidates") or [None]:
         row = dict(base)
         if c is not None:
             row.update(candidate=c.get("candidate"), sample=c.get("sample"), candidate_status=c.get("status"),
                        correct=c.get("correct"), verdict=c.get("verdict"), verdict_reason=c.get("reason"),
-                       t_new_ms=c.get("t_new_ms"), speedup=c.get("speedup"), **_trial_cells(c.get("timing"), "new"))
+                       t_new_ms=c.get("t_new_ms"), speedup=c.get("speedup"),
+                       **_trial_cells(TimingStats.read(c.get("timing")), "new"))
             for roof in ROOF_NAMES:
                 mine = _roof(c, roof)
                 row.update({f"{roof}_new_fraction": mine.get("fraction"), f"{roof}_score": mine.get("score"),

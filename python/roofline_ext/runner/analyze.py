@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, TypeVar
 
 from ..errors import UserError
+from ..measure.timing_record import TimingReply
 from ..model.assess import CandidateResult, ErrorResult, TaskResult, assess
 from ..model.gpu import GpuChoice, resolve_gpu
 from ..model.roofs import RoofSet
@@ -199,13 +200,14 @@ def assess_task(
     counts: Counts | None = None,
     per_op: bool = False,
     roofs: RoofSet | None = None,
-    timing: Mapping[str, Any] | None = None,
+    timing: TimingReply | Mapping[str, Any] | None = None,
     candidates: Sequence[CandidateResult] = (),
     **assessing: Any,
 ) -> TaskResult:
     """:func:`analyze_task`'s work as a typed :class:`TaskResult` (:func:`roofline_ext.model.assess.assess`):
     the task counted here unless ``counts`` are given, on the roofs resolved here unless ``roofs``
-    are given, with the reference's ``timing``, the ``candidates`` and what else ``assess`` takes
+    are given, with the reference's ``timing`` (the worker's reply, typed; a dict is read through
+    ``TimingReply.from_dict``), the ``candidates`` and what else ``assess`` takes
     (``profile``, ``l2_tbps``, ``energy_costs``, ``judged``, ``t_ref_ms``/``t_new_ms``,
     ``include_ops``). Raises ``TaskError`` for a bad task file."""
     if regime not in REGIMES:

@@ -29,6 +29,7 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import GpuUnavailableError, RooflineError
 from ..measure.timing import DEFAULT_MAX_TIME_S, DEFAULT_PRECISION, DEFAULT_TRIALS, TrialRule
+from ..measure.timing_record import TimingReply, TimingReplyError
 from ..model.gpu import GpuChoice
 from ..tasks.counting import Counts
 from ..tasks.loading import task_names
@@ -275,12 +276,12 @@ class _Batch:
         self.counts[i] = (counts, out.wall_s)
         return True
 
-    def _assess(self, i: int, counts: Counts, reference: Mapping[str, Any] | None = None,
+    def _assess(self, i: int, counts: Counts, reference: TimingReply | None = None,
                 cands: Sequence[CandidateResult] = (), judged: bool = False) -> Result:
         """The task's result, assembled once (:func:`roofline_ext.model.assess.assess`): its counts
         on the run's roofs, with the reference's timing, its profile and energy, and the candidates."""
         o = self.opts
-        profile = reference.get("kernel_profile") if reference is not None else None
+        profile = reference.kernel_profile if reference is not None else None
         try:
             return assess_task(self.paths[i], self.gpu, o.dtype, regime=o.regime, strict_fp32=o.strict_fp32,
                                counts=counts, per_op=o.ops, roofs=self.roofs, timing=reference, candidates=cands,
@@ -429,10 +430,13 @@ class _Batch:
                           sum(walls.values()), ref.replaced)
         self.timed_ok += 1
         cands = [self._candidate(spec, out) for spec, out in zip(w["specs"], w["cands"])]
-        reference = dict(ref.value)
-        if comp is not None:
-            reference.update(_compiled_part(comp))
         replaced = list(ref.replaced) + (list(comp.replaced) if comp is not None else [])
+        reply = {**ref.value, **(_compiled_part(comp) if comp is not None else {})}
+        try:  # the worker's reply, typed here once (a bad one is this task's failure, named)
+            reference = TimingReply.from_dict(reply)
+        except TimingReplyError as exc:
+            return _error(self.paths[i], "error", f"{self.paths[i]}: timing failed: {exc}", sum(walls.values()),
+                          replaced)
         return self._assess(i, counts, reference, cands).with_run(wall_s=sum(walls.values()), wall_parts_s=walls,
                                                                    worker_replaced=replaced)
 

@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 from .analyze import GpuChoice, assess_task
 from ..errors import RooflineError
+from ..measure.timing_record import TimingReply, TimingReplyError
 from ..model.assess import CandidateResult, TaskResult
 
 DEFAULT_TIMEOUT_S = 600.0
@@ -44,7 +45,11 @@ def candidate_record(candidate: str, sample: int | None, value: Mapping[str, Any
     turns a correct one that beats a floor into ``below_floor``."""
     if value is None:
         return CandidateResult.failed(candidate, sample, kind=kind, error=error, wall_s=wall_s)
-    return CandidateResult.from_reply(candidate, sample, value, wall_s=wall_s)
+    try:
+        return CandidateResult.from_reply(candidate, sample, value, wall_s=wall_s)
+    except TimingReplyError as exc:  # a reply that is not what the worker writes: this candidate's failure
+        return CandidateResult.failed(candidate, sample, kind="error", error=f"the timing worker's reply: {exc}",
+                                      wall_s=wall_s)
 
 
 # --- the one-subprocess-per-task path (--isolation process) ----------------------------------------
@@ -89,9 +94,13 @@ def assess_and_time(
 
             raise GpuUnavailableError(availability())
         raise TimingError(f"{path}: timing failed: {outcome['error']}", outcome["kind"])
-    timing = outcome["result"]
+    value = outcome["result"]
+    try:  # the subprocess's reply, typed here once
+        timing = TimingReply.from_dict(value)
+    except TimingReplyError as exc:
+        raise TimingError(f"{path}: timing failed: {exc}", "error") from exc
     candidates = []
-    if timing.get("candidate") or timing.get("correctness"):
-        candidates.append(candidate_record(timing.get("candidate") or "ModelNew in task", None, timing))
+    if value.get("candidate") or value.get("correctness"):
+        candidates.append(candidate_record(value.get("candidate") or "ModelNew in task", None, value))
     return assess_task(path, gpu, dtype, regime=regime, strict_fp32=strict_fp32, measured=measured, timing=timing,
                        candidates=candidates)

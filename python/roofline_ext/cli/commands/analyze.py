@@ -37,6 +37,7 @@ from ...report.progress import Progress
 from ...report.summary import BatchWriter, batch_summary, summary_table
 from ...report.writers import dumps, public, summarize, write_atomic
 from ...measure.timing import DEFAULT_MAX_TIME_S, DEFAULT_PRECISION
+from ...measure.timing_record import TimingReply, TimingStats
 from ...runner.analyze import REGIMES, calibration_for, measured_peaks_for
 from ...runner.batch import (DEFAULT_COUNT_TIMEOUT_S, DEFAULT_TIME_TIMEOUT_S, ISOLATIONS, BatchOptions, TaskFailed,
                              TimingOptions, run_batch, run_tasks)
@@ -426,32 +427,32 @@ def _candidate_line(c: Mapping[str, Any]) -> str:
     ok = c.get("correctness") or {}
     if not c.get("correct"):
         return verdict_text(c.get("verdict") or "incorrect", c.get("reason") or ok.get("reason"), c.get("defence"))
-    t = c.get("timing") or {}
-    if not t:  # judged without timing
+    t = TimingStats.read(c.get("timing") or None)
+    if t is None:  # judged without timing
         return (f"CORRECT on {ok.get('passed')} input set(s) ({ok.get('mode', 'strict')} judge, tolerance "
                 f"{ok.get('tolerance', 0):g}, judge seed {(c.get('judgement') or {}).get('seed')})")
     speedup = f"; speed-up {c['speedup']:.3g}x" if c.get("speedup") else ""
-    return (f"{t.get('median_ms', 0):.4g} ms median (best {t.get('best_ms', 0):.4g}, CV {t.get('cv', 0):.1%}"
+    return (f"{t.median_ms or 0:.4g} ms median (best {t.best_ms or 0:.4g}, CV {t.cv or 0:.1%}"
             f"{_trials_text(t, ', ')}); "
             f"correct on {ok.get('passed')} input set(s) at atol=rtol={ok.get('tolerance', 0):g}{speedup}")
 
 
-def _trials_text(t: Mapping[str, Any], sep: str) -> str:
+def _trials_text(series: TimingStats | Mapping[str, Any] | None, sep: str) -> str:
     """How many trials and how well they know the median: ``240 trials (adaptive), median ±0.31%
     (95% CI)``, and when the target was missed, what it was and why the trials stopped."""
-    n = t.get("trials")
-    if not isinstance(n, int):
+    t = TimingStats.read(series)
+    if t is None or t.trials is None:
         return ""
-    text = f"{sep}{n} trials"
-    if "ci_rel" not in t:  # a result of the first layout
+    text = f"{sep}{t.trials} trials"
+    if not t.has_interval:  # a result of the first layout
         return text
-    text += f" ({t.get('mode')})"
-    rel = t.get("ci_rel")
+    text += f" ({t.mode})"
+    rel = t.ci_rel
     text += ", no 95% CI (under 6 trials)" if rel is None else f", median ±{rel:.2%} (95% CI)"
-    if not t.get("precision_reached") and isinstance(t.get("precision"), (int, float)):
+    if not t.precision_reached and t.precision is not None:
         why = {"max-time": "time cap", "max-trials": "trial cap", "fixed": "fixed count",
-               "resolution": "timer's step"}.get(str(t.get("stopped")), "")
-        text += f", NOT within ±{t['precision']:.2%}" + (f" ({why})" if why else "")
+               "resolution": "timer's step"}.get(str(t.stopped), "")
+        text += f", NOT within ±{t.precision:.2%}" + (f" ({why})" if why else "")
     return text
 
 
@@ -504,20 +505,17 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice, typed: TaskResult) -
         ("intensity", "-" if result["arithmetic_intensity"] is None
          else f"{result['arithmetic_intensity']:.4g} FLOP/byte"),
     ]
-    timing = result.get("timing")
-    if not timing:
-        for c in result.get("candidates") or ():
-            rows.append(("yours" if len(result["candidates"]) == 1 else str(c.get("sample") or c["candidate"]),
-                         _candidate_line(c)))
-    if timing:
-        ref = timing["reference"]
-        rows.append(("PyTorch", f"{ref['median_ms']:.4g} ms median (best {ref['best_ms']:.4g}, CV "
-                                f"{ref['cv']:.1%}{_trials_text(ref, ', ')}, L2 flushed) on {timing['device']}"))
-        for c in result.get("candidates") or ():
-            rows.append(("yours" if len(result["candidates"]) == 1 else str(c.get("sample") or c["candidate"]),
-                         _candidate_line(c)))
-        if timing.get("t_compile_ms") is not None:
-            rows.append(("torch.compile", f"{timing['t_compile_ms']:.4g} ms median"))
+    timing = typed.reference  # the timing worker's reply, typed
+    if timing is not None and timing.reference is not None:
+        ref = timing.reference
+        rows.append(("PyTorch", f"{ref.median_ms:.4g} ms median (best {ref.best_ms or 0:.4g}, CV "
+                                f"{ref.cv or 0:.1%}{_trials_text(ref, ', ')}, L2 flushed) on {timing.device}"))
+    for c in result.get("candidates") or ():
+        rows.append(("yours" if len(result["candidates"]) == 1 else str(c.get("sample") or c["candidate"]),
+                     _candidate_line(c)))
+    if timing is not None:
+        if timing.t_compile_ms is not None:
+            rows.append(("torch.compile", f"{timing.t_compile_ms:.4g} ms median"))
         rows += _energy_rows(result)
     ops = [(name, v) for name, v in (result.get("by_op") or {}).items() if v["flops"] or v["simt_flops"]]
     if ops:
@@ -525,7 +523,7 @@ def _text_report(result: Mapping[str, Any], gpu: GpuChoice, typed: TaskResult) -
     width = max(len(k) for k, _ in rows)
     lines += [f"  {k:<{width}}  {v}" for k, v in rows]
 
-    lines += [""] + _roofs_table(result, bool(timing))
+    lines += [""] + _roofs_table(result, timing is not None)
     for note in result.get("notes") or []:
         lines.append(f"  note: {note}")
     return "\n".join(lines)
@@ -640,17 +638,19 @@ def _best(r: Mapping[str, Any]) -> tuple[str, str, str]:
             f"{best['speedup']:.3g}x" if best else "-", score)
 
 
-def _ci_cells(t: Mapping[str, Any]) -> tuple[str, str]:
+def _ci_cells(series: TimingStats | Mapping[str, Any] | None) -> tuple[str, str]:
     """The batch table's trial count and the median's 95% interval (``0.21%``; ``1.3% (missed)``
     when the target was not reached, ``0.64% (timer)`` when one timer step is all it can be)."""
-    n, rel = t.get("trials"), t.get("ci_rel")
-    count = str(n) if isinstance(n, int) else "-"
-    if not isinstance(rel, (int, float)):
+    t = TimingStats.read(series)
+    if t is None:
+        return "-", "-"
+    count = str(t.trials) if t.trials is not None else "-"
+    if t.ci_rel is None:
         return count, "-"
-    if t.get("precision_reached", True):
-        return count, f"{rel:.2%}"
+    if t.precision_reached or not t.has("precision_reached"):
+        return count, f"{t.ci_rel:.2%}"
     # A series the timer's step stopped: narrower than this no trial count could make it.
-    return count, f"{rel:.2%}" + (" (timer)" if t.get("stopped") == "resolution" else " (missed)")
+    return count, f"{t.ci_rel:.2%}" + (" (timer)" if t.stopped == "resolution" else " (missed)")
 
 
 def _batch_table(results: list[dict[str, Any]]) -> str:
@@ -674,7 +674,8 @@ def _batch_table(results: list[dict[str, Any]]) -> str:
         row: tuple[str, ...] = (r["task"], f"{r['flops'] / 1e9:.4g}", f"{r['simt_flops'] / 1e9:.4g}", f"{r['bytes'] / 1e6:.4g}",
                str(r["compute_dtype"]).replace("torch.", ""), _ms(r["t_min_ms"]), r["bound"] or "-")
         if timed:
-            row += (_ms(r.get("t_ref_ms")), *_ci_cells((r.get("timing") or {}).get("reference") or {}),
+            timing = TimingReply.of_result(r)
+            row += (_ms(r.get("t_ref_ms")), *_ci_cells(timing.reference if timing is not None else None),
                     frac(r, "datasheet"), frac(r, "measured"))
         if scored:
             row += _best(r)
