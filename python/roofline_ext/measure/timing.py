@@ -1,6 +1,6 @@
 """The one CUDA-event timing loop: warm-up, then trials, the L2 flushed before each trial.
 
-Used by task timing (``runner.task_timing``) and by the benchmarks that time peers.
+Used by task timing (``measure.task_timing``, driven by ``runner.timing_jobs``) and by the benchmarks that time peers.
 
 Why the flush sits where it does: it is a kernel queued right before the start event, so while the
 GPU writes the flush buffer the CPU has already queued the start event, the task's kernels and the

@@ -1,7 +1,7 @@
 """A timed series and the timing worker's reply, typed: :class:`TimingStats`, :class:`TimingReply`.
 
 Until now a series' statistics (:func:`~roofline_ext.measure.timing.timing_stats`) and the reply of
-the timing worker's reference job (``runner.task_timing.time_reference``: the header, ``reference``,
+the timing worker's reference job (``runner.timing_jobs.time_reference``: the header, ``reference``,
 ``t_ref_ms``, the kernel profile, the energy, the compile job's part) travelled as dicts from the
 worker into the result, and every reader opened them by key chains. Here they are records:
 
