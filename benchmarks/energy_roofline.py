@@ -33,7 +33,7 @@ The measuring is the package's, shared with calibration's energy phase
 ``measure/energy_workload.py``, the own kernels as workloads in ``measure/energy_kernels.py``.
 This script adds the library peers, the repeats and their statistics, the lowest-of-measured costs
 and the chart. The orchestration (:func:`measure_item`, :func:`run_all`, :func:`document`) takes
-the counter, the clock and the callables as arguments, so tests/test_energy_roofline_bench.py runs
+the counter, the clock and the callables as arguments, so tests/test_bench_energy_roofline.py runs
 it on a fake counter with fake kernels.
 """
 from __future__ import annotations

@@ -63,7 +63,7 @@ BOUNDS = {"levels_wall_s": 120.0, "repeat_median_abs": 0.005, "repeat_p90_abs": 
           "trials100_within": 0.02, "trials100_fraction": 0.95, "tiny_ratio": 1.3}
 
 
-# --- statistics on batch JSON documents (pure; tests/test_levels_time.py) -------------------------------
+# --- statistics on batch JSON documents (pure; tests/test_bench_levels_time.py) -------------------------------
 
 def t_refs(doc: Mapping[str, Any] | None) -> tuple[dict[str, float], dict[str, str]]:
     """A batch document's timed tasks, ``{task: t_ref_ms}``, and the others, ``{task: why}``.

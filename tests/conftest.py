@@ -3,7 +3,7 @@
 Under ``--require-gpu`` (scripts/gpu-check uses it) every skip of a GPU test is a failure instead:
 the machine-level skip, and any ``pytest.skip``/``importorskip`` inside a GPU test (torch without
 CUDA, a missing tool). A GPU machine whose build silently lost its CUDA part, or whose torch is a
-CPU build, cannot pass by skipping. ``tests/test_availability.py`` runs pytest on a do-nothing GPU
+CPU build, cannot pass by skipping. ``tests/test_device_availability.py`` runs pytest on a do-nothing GPU
 test to prove it.
 
 Two workers by default (pytest-xdist, docs/testing.md): ``python3 -m pytest`` runs the suite on two
@@ -26,13 +26,13 @@ from pathlib import Path
 import pytest
 
 #: Modules whose tests all go to one xdist worker (their module-scoped fixture would otherwise run
-#: on both): test_bad_input's ``outcomes`` runs every selected case up front, the KernelBench ones
-#: count all 250 tasks, test_judge_exploits judges the whole exploit suite, test_fleet starts a Dask
-#: cluster, test_report_html renders its pages once, test_bandwidth_host_reference compiles its C++
+#: on both): test_repo_bad_input's ``outcomes`` runs every selected case up front, the KernelBench ones
+#: count all 250 tasks, test_judge_exploits judges the whole exploit suite, test_runner_fleet starts a Dask
+#: cluster, test_report_html renders its pages once, test_measure_host_reference compiles its C++
 #: once; the GPU modules time or record on the GPU once.
-ONE_WORKER = ("test_bad_input", "test_ops", "test_judge_exploits", "test_fleet",
-              "test_report_html", "test_bandwidth_host_reference", "test_judge_gpu", "test_judge_native_gpu",
-              "test_ops_gpu", "test_check_load_gpu")
+ONE_WORKER = ("test_repo_bad_input", "test_model_ops", "test_judge_exploits", "test_runner_fleet",
+              "test_report_html", "test_measure_host_reference", "test_judge_gpu", "test_judge_native_gpu",
+              "test_model_ops_gpu", "test_check_load_gpu")
 #: Workers when none are asked for: the CI-class VM's two cores (more would only share them).
 DEFAULT_WORKERS = 2
 

@@ -1,6 +1,6 @@
 """`check` beside a concurrent load (issue 29), on a real GPU (marked gpu).
 
-Three loads in another process (tests/check_load_process.py): the issue's mixed GEMM + HBM load, an
+Three loads in another process (tests/fakes/check_load_process.py): the issue's mixed GEMM + HBM load, an
 HBM-only and a GEMM-only one. Beside each, `roofline-ext check` runs as a user runs it (its own
 process, --json) and must give no wrong data, no PASS on a metric whose spread exceeds its bound,
 and the busy verdict naming the load (never "slow card"); idle, it must PASS with runs that agree
@@ -30,7 +30,7 @@ import pytest
 
 pytestmark = pytest.mark.gpu
 
-LOAD_SCRIPT = Path(__file__).with_name("check_load_process.py")
+LOAD_SCRIPT = Path(__file__).parent / "fakes" / "check_load_process.py"
 #: Loaded checks per load kind: 10 in all.
 RUNS = {"mixed": 4, "hbm": 3, "gemm": 3}
 IDLE_RUNS = 3

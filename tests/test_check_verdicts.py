@@ -1,6 +1,6 @@
 """The verdict rules that separate a card from its situation (issue 29): spread, busy, strict.
 
-Driven through the check's backend interface with small fakes (tests/check_fakes.py; figures are
+Driven through the check's backend interface with small fakes (tests/fakes/check.py; figures are
 fixtures, not measurements): a noisy figure is never a PASS, a GPU another process uses is "busy"
 and a shortfall there is not held against the card unless --strict, and wrong data FAILs whatever
 the load.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from check_fakes import FakeCheckBackend, core_error, healthy_state
+from fakes.check import FakeCheckBackend, core_error, healthy_state
 from roofline_ext.check.run import ORDER, run_check
 from roofline_ext.check.state import BUSY_UTILIZATION_PCT, situation_of
 from roofline_ext.check.tolerances import DEFAULT_TOLERANCES, SPREAD_FRACTION, parse_tolerances, spread_bound

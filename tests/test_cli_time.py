@@ -1,6 +1,6 @@
 """analyze --time: arguments, the result shape, fractions and scores, candidates in bulk, the batch
 summary, and the batch going on past a task whose timing died. No GPU: the timing worker runs
-with a CPU stand-in for the GPU backend (test_runner_fakes.py) that reports the times a test asks
+with a CPU stand-in for the GPU backend (fakes/runner.py) that reports the times a test asks
 for; ``--isolation process`` is tested with its subprocess faked, as before."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from roofline_ext.device.status import availability
 from roofline_ext.peaks.datasheet import lookup
 from roofline_ext.runner import timed as timed_analysis
 from roofline_ext.model.scoring import sol_score
-from test_runner_fakes import GOOD, install_fake_backend, write
+from fakes.runner import GOOD, install_fake_backend, write
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 # softmax example: 8192 x 8192 float32 in and out = 536.9 MB; H200 datasheet 4.8 TB/s -> 0.1118 ms.

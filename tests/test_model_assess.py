@@ -1,13 +1,13 @@
 """``model/assess.py``: a task's result assembled once, from typed inputs, gives the JSON the old
 dict path gave, key for key and in order (``tests/data/assess_golden.json``, written by the old path
-from the same inputs: ``tests/assess_cases.py``)."""
+from the same inputs: ``tests/fakes/assess_cases.py``)."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-import assess_cases
+from fakes import assess_cases
 from roofline_ext.report.writers import dumps
 
 GOLDEN = json.loads(assess_cases.GOLDEN.read_text())

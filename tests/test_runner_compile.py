@@ -1,5 +1,5 @@
 """``--compile`` through the pool, without a GPU: torch.compile for real on the CPU (inductor's C++
-backend) in the real timing worker, with the CPU stand-in for the GPU backend (test_runner_fakes.py).
+backend) in the real timing worker, with the CPU stand-in for the GPU backend (fakes/runner.py).
 
 What is checked: the compiler is warmed up once per timing worker, before the snapshot, so that
 compiled tasks leave the worker reusable (one worker for the whole batch, no replacement); each
@@ -17,7 +17,7 @@ import pytest
 
 from roofline_ext.cli import main
 from roofline_ext.runner import compiling
-from test_runner_fakes import GOOD, good_tasks, install_fake_backend, write
+from fakes.runner import GOOD, good_tasks, install_fake_backend, write
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                                 reason="inductor's CPU backend needs a C++ compiler")

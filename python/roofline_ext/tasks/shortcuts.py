@@ -28,7 +28,7 @@ its warm-up task, so most ops of a task miss it. Two misses are costly out of pr
 
 Each shortcut applies only where its result is exactly what the fake mode returns (same shapes,
 strides, dtypes, devices; a new storage where the fake mode makes one), and returns None elsewhere,
-so that the op runs as usual: tests/test_counting_shortcuts.py compares the two over many layouts.
+so that the op runs as usual: tests/test_tasks_shortcuts.py compares the two over many layouts.
 The op counter still sees the op and counts it as before; only the fake mode below it is skipped.
 """
 from __future__ import annotations

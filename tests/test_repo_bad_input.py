@@ -21,7 +21,7 @@ How a case runs, the cheapest way that still tests what it is about:
   before torch loads: torch made unimportable), ``stdout_to`` (stdout is a device), ``shell`` (a
   closed stdout, ``PYTHONIOENCODING``, ``python -m roofline_ext``), ``--debug`` (logging), the broken
   task files (they are run by the worker pool, as a user's would be); those that need torch are
-  forked from tests/cli_zygote.py, the others start fresh.
+  forked from tests/fakes/cli_zygote.py, the others start fresh.
 
 Character devices, FIFOs, sockets and symlinks are made in the temporary workspace only, never at a
 real system path (a symlink may point at /dev/zero or /dev/null: reading or writing through it is
@@ -1173,10 +1173,10 @@ def _in_process(c: Case) -> bool:
 
 
 class Zygote:
-    """tests/cli_zygote.py: forks a CLI process per case from an interpreter that imported torch."""
+    """tests/fakes/cli_zygote.py: forks a CLI process per case from an interpreter that imported torch."""
 
     def __init__(self, env: dict, no_torch: bool = False) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("cli_zygote.py")),
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).parent / "fakes" / "cli_zygote.py"),
                                       *(["--no-torch"] if no_torch else [])],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
 
@@ -1339,7 +1339,7 @@ def _play(c: Case, tmp: Path, zygotes: dict | None) -> Outcome:
 
 def _warm_in_process() -> None:
     """What the first in-process case would otherwise pay inside its time bound: torch and the
-    counting machinery imported (what tests/cli_zygote.py warms for the process cases)."""
+    counting machinery imported (what tests/fakes/cli_zygote.py warms for the process cases)."""
     import torch  # noqa: F401
     import torch._dynamo  # noqa: F401
     from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: F401
@@ -1352,7 +1352,7 @@ def _warm_in_process() -> None:
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory, request) -> dict[str, Outcome]:
     """Every selected case, run up front: the process cases in parallel threads (those that need
-    torch forked from tests/cli_zygote.py, ROOFLINE_TEST_FRESH=1 starts each one fresh), the
+    torch forked from tests/fakes/cli_zygote.py, ROOFLINE_TEST_FRESH=1 starts each one fresh), the
     in-process ones meanwhile in this thread, one after the other (they change the working
     directory). Selected: the cases whose test this session runs (``-m "not slow"`` leaves out the
     process cases, ``-k`` picks some), so a deselected case costs nothing."""

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from benchmark_loader import load_benchmark
+from fakes.benchmark_loader import load_benchmark
 
 
 

@@ -1,7 +1,7 @@
 """A concurrent load for tests/test_check_load_gpu.py: another process using the GPU while `check` runs.
 
-    python tests/check_load_process.py mixed|hbm|gemm [seconds]   # load until killed (or seconds)
-    python tests/check_load_process.py copy-probe                  # torch copy_ of 2 GiB, TB/s as JSON
+    python tests/fakes/check_load_process.py mixed|hbm|gemm [seconds]   # load until killed (or seconds)
+    python tests/fakes/check_load_process.py copy-probe                  # torch copy_ of 2 GiB, TB/s as JSON
 
 ``mixed`` is issue 29's load (bf16 8192^3 products and an in-place pass over 4 GiB, ten of each per
 synchronise), ``hbm`` only the 4 GiB pass (memory traffic), ``gemm`` only the products (tensor

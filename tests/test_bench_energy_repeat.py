@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark_loader import load_benchmark
+from fakes.benchmark_loader import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

@@ -5,7 +5,7 @@ sees the patch and replaces the worker); tasks are always compiled from source; 
 KeyboardInterrupt or SystemExit, or a task that kills the worker server, fails that task only;
 --jobs is capped and the control channel never deadlocks; SIGTERM says what was kept.
 
-No GPU: counting runs for real in the workers, timing with the CPU stand-in of test_runner_fakes.py.
+No GPU: counting runs for real in the workers, timing with the CPU stand-in of fakes/runner.py.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from roofline_ext.cli import main
 from roofline_ext.runner import channel, fingerprint, jobs, pool as pool_mod, process_state
 from roofline_ext.runner.pool import Job, Pool, capped_jobs
 from roofline_ext.tasks.loading import exec_source_module, load_task
-from test_runner_fakes import install_fake_backend, write
+from fakes.runner import install_fake_backend, write
 
 ROOT = Path(__file__).resolve().parent.parent
 LINEAR_FLOPS = 2 * 256 * 256 * 256  # Linear(256, 256) on a (256, 256) input: 33,554,432
@@ -208,7 +208,7 @@ def test_a_job_that_asks_for_it_retires_its_worker(tmp_path, monkeypatch):
 
 def ours(changes: list[str]) -> list[str]:
     """The fingerprint tests below run in the pytest process, where other tests change modules under
-    them (test_plot takes matplotlib out of sys.modules and puts it back; logging handlers of earlier
+    them (test_report_charts takes matplotlib out of sys.modules and puts it back; logging handlers of earlier
     tests are collected): only the namespaces these tests patch count."""
     return [c for c in changes if c.startswith(("torch", "json", "roofline_ext"))]
 

@@ -5,7 +5,7 @@ import json
 import os
 import sys
 
-from benchmark_loader import load_benchmark
+from fakes.benchmark_loader import load_benchmark
 
 
 FAKE_PYTHON = """#!{python}

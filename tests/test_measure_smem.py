@@ -107,7 +107,7 @@ def test_calibration_entry(fake_smem):
 
 def test_full_calibration_carries_smem_and_mix_entries_but_no_new_peaks(monkeypatch, tmp_path):
     """A backend that measures shared memory and the mix: the entries are cached, the peaks stay the roofs."""
-    tests = importlib.import_module("test_calibration")
+    tests = importlib.import_module("test_calibration_pipeline")
     run = importlib.import_module("roofline_ext.calibration.pipeline")
 
     knobs = {"devices": [tests.fake_device()], "nvml": {"compute_processes": 1}, "calls": [], "reasons": (),

@@ -3,18 +3,18 @@
 Eight H200s on two hosts, figures modelled on tests/data/calibration-h200-example.json with a
 little spread, one straggler on HBM (node-02 GPU 1) and one on BF16 (node-02 GPU 2), a repeated
 check of node-01 GPU 0 (the newer one counts), a host that sees no GPU, and a file that is not a
-check result. Not measurements. Run from tests/: python make_fleet_fixture.py
+check result. Not measurements. Run from tests/: python -m fakes.make_fleet_fixture
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from check_fakes import FakeCheckBackend
+from fakes.check import FakeCheckBackend
 from roofline_ext.check.run import run_check
 
-OUT = Path(__file__).parent / "data" / "fleet-h200-fixture"
-NOTE = ("TEST FIXTURE for tests/test_fleet.py: made-up H200 check results modelled on "
+OUT = Path(__file__).resolve().parent.parent / "data" / "fleet-h200-fixture"
+NOTE = ("TEST FIXTURE for tests/test_runner_fleet.py: made-up H200 check results modelled on "
         "calibration-h200-example.json. NOT a measurement.")
 FIGURES = {
     "gpu-node-01": [(4.58, 4.29, 940.0, 55.3), (4.60, 4.30, 946.0, 55.6), (4.57, 4.28, 938.0, 55.1), (4.59, 4.29, 944.0, 55.4)],

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 MEASURED = {"bandwidth_tbps": 4.6, "fp32": 60.0, "tf32": 450.0, "fp16": 900.0, "bf16": 900.0}
-GOLDEN = Path(__file__).resolve().parent / "data" / "assess_golden.json"
+GOLDEN = Path(__file__).resolve().parent.parent / "data" / "assess_golden.json"
 
 
 def counts(**over: Any):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from test_runner_fakes import good_tasks
+from fakes.runner import good_tasks
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "runner_speed.py"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from benchmark_loader import load_benchmark
-from test_energy_model import FakeBoard
+from fakes.benchmark_loader import load_benchmark
+from test_model_energy import FakeBoard
 
 er = load_benchmark("energy_roofline.py", "energy_roofline_bench")
 IDLE_W = 78.0

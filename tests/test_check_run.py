@@ -1,6 +1,6 @@
 """roofline-ext check: verdicts, tolerances, state items and exit codes, on a fake H200 (no GPU).
 
-The figures are fixtures (tests/check_fakes.py), not measurements.
+The figures are fixtures (tests/fakes/check.py), not measurements.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 import pytest
 from pathlib import Path
 
-from check_fakes import FakeCheckBackend, core_error, healthy_state
+from fakes.check import FakeCheckBackend, core_error, healthy_state
 from roofline_ext.check import run as check_run
 from roofline_ext.check.run import calibrated_value, hbm_buffer_bytes, plan, run_check
 from roofline_ext.check.tolerances import DEFAULT_TOLERANCES, parse_tolerances

@@ -15,7 +15,7 @@ from roofline_ext.device.health import DeviceHealth
 from roofline_ext.device.listing import Device
 from roofline_ext.device.status import Availability, Reason
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parent.parent / "data"
 
 #: A healthy H200's quick-check figures (fixture): HBM read/copy, FP32, BF16, h2d/d2h in GB/s.
 HEALTHY = {"hbm_read": 4.58, "hbm_copy": 4.29, "fp32": 65.4, "bf16": 940.0, "h2d": 55.3, "d2h": 55.9}

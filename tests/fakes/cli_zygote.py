@@ -1,7 +1,7 @@
-"""A fork server for tests/test_bad_input.py: the CLI in a process of its own, without paying for
+"""A fork server for tests/test_repo_bad_input.py: the CLI in a process of its own, without paying for
 the torch import each time.
 
-Started once (``python tests/cli_zygote.py``), it imports torch and the CLI, then reads one JSON
+Started once (``python tests/fakes/cli_zygote.py``), it imports torch and the CLI, then reads one JSON
 request per line on stdin: ``{"args", "cwd", "env", "stdout", "stderr"}``. For each it forks a
 child that points descriptors 0/1/2 at /dev/null and the two files, runs the CLI's ``main`` as
 ``python -m roofline_ext.cli`` would, and exits with its code; the server waits and answers one

@@ -60,7 +60,7 @@ def _probe_suite(tmp_path: Path) -> Path:
     (suite / "tests" / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text())
     (suite / "tests" / "test_probe.py").write_text(textwrap.dedent(PROBE))
     # A module of ONE_WORKER's (its name is one of them): all its tests go to one worker.
-    (suite / "tests" / "test_fleet.py").write_text(textwrap.dedent(GROUPED))
+    (suite / "tests" / "test_runner_fleet.py").write_text(textwrap.dedent(GROUPED))
     ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     lines = ["[pytest]"]
     for key, value in ini.items():
@@ -116,7 +116,7 @@ def test_without_workers_everything_runs_in_this_one_process(tmp_path, flag):
 
 
 def test_suite_wall_reads_the_counts_from_pytests_last_line():
-    from benchmark_loader import load_benchmark
+    from fakes.benchmark_loader import load_benchmark
 
     bench = load_benchmark("suite_wall.py")
     text = "bringing up nodes...\n....\n=== 1900 passed, 140 skipped, 3 deselected, 2 warnings in 250.50s (0:04:10) ===\n"

@@ -2,7 +2,7 @@
 take its process down or change it, in one batch.
 
 No GPU: counting runs for real in the workers; timing runs the real timing worker (reuse, state
-checks, replacement, timeouts) with a CPU stand-in for the GPU backend (test_runner_fakes.py).
+checks, replacement, timeouts) with a CPU stand-in for the GPU backend (fakes/runner.py).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import torch  # noqa: F401  (the workers need it; CI has it)
 from roofline_ext.cli import main
 from roofline_ext.runner import jobs, process_state
 from roofline_ext.runner.pool import Job, Pool
-from test_runner_fakes import (GOOD, MISBEHAVING, comparable, good_tasks, install_fake_backend,
+from fakes.runner import (GOOD, MISBEHAVING, comparable, good_tasks, install_fake_backend,
                                misbehaving_tasks, write)
 
 ROOT = Path(__file__).resolve().parent.parent

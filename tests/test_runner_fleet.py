@@ -1,5 +1,5 @@
 """roofline-ext fleet: aggregation of recorded H200-like results (TEST FIXTURES in
-tests/data/fleet-h200-fixture, made by tests/make_fleet_fixture.py) and a real Dask LocalCluster with
+tests/data/fleet-h200-fixture, made by tests/fakes/make_fleet_fixture.py) and a real Dask LocalCluster with
 several worker processes, on which (no GPU here) every worker reports UNKNOWN."""
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_straggler_fraction_moves_the_line():
 
 
 def test_a_healthy_fleet_passes():
-    from check_fakes import FakeCheckBackend
+    from fakes.check import FakeCheckBackend
     from roofline_ext.check.run import run_check
 
     doc = run_check("all", backend=FakeCheckBackend(n=4)).to_dict()

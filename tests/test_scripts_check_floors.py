@@ -111,7 +111,7 @@ def test_reads_what_analyze_writes(tmp_path, capsys, monkeypatch):
     the stand-in reports t_ref about 1 ms and t_compile 0.5 ms against floors of microseconds."""
     import roofline_ext.model.gpu as gpu_mod
     from roofline_ext.cli import main
-    from test_runner_fakes import good_tasks, install_fake_backend
+    from fakes.runner import good_tasks, install_fake_backend
 
     monkeypatch.setattr(gpu_mod, "local_device", lambda: None)
     install_fake_backend(tmp_path, monkeypatch, compile_warm_up=False, real_compile=False)
