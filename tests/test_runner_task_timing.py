@@ -116,6 +116,12 @@ def test_known_floor_task_fraction_between_0_and_1(tmp_path):
     frac = floor_ms / r["t_ref_ms"]
     assert 0.5 < frac < 1.0, (floor_ms, r["t_ref_ms"])
     assert r["reference"]["cv"] < 0.05
+    # The card as it ran the series: read by NVML, not copied from anywhere, and physically sane.
+    tel = r["reference"]["telemetry"]
+    assert "error" not in tel and tel["samples"] >= 1, tel
+    sm = tel["sm_clock_mhz"]
+    assert 100 <= sm["min"] <= sm["median"] <= sm["max"] <= (d.max_sm_clock_mhz or 5000), (sm, d)
+    assert 0 < tel["power_w"]["median"] <= (d.power_limit_w or 2000) * 1.2, tel
 
 
 @pytest.mark.gpu

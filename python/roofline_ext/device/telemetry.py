@@ -7,6 +7,7 @@ samples are summarised (min/median/max, the reasons by name).
 from __future__ import annotations
 
 import contextlib
+import functools
 import statistics
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -57,6 +58,7 @@ class Telemetry:
         return summarize(self.samples)
 
 
+@functools.lru_cache(maxsize=None)  # a CUDA index names one card for the life of a process; listing costs ms
 def _pci_bus_id(device: int) -> str:
     from .listing import device as get_device
 

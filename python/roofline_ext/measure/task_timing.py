@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from ..device.telemetry import sampling
 from .timing import DEFAULT_WARMUP_S, Trials, fewest_trials, lazy_torch, time_callable
 
 __all__ = ["time_call", "time_reference_call", "first_call", "timed_and_seen"]
@@ -22,10 +23,23 @@ def time_call(fn: Callable[[], Any], device: int, trials: Trials, warmup: int, f
     return time_callable(fn, device=device, trials=trials, warmup=warmup, flush=flush, warmup_s=warmup_s)
 
 
+# How often the card is read while a reference is timed: a 1 s series gets about ten readings, and
+# the native sampler thread (outside the GIL, on another core) costs the timed calls nothing visible.
+TELEMETRY_INTERVAL_MS = 100.0
+
+
 def time_reference_call(fn: Callable[[], Any], device: int, trials: Trials, warmup: int, flush) -> dict[str, Any]:
     """The reference's timing: its warm-up may stop early once warm (``timing.DEFAULT_WARMUP_S``);
-    a candidate's makes all ``warmup`` calls, as the judge places its checked trials by count."""
-    return time_call(fn, device, trials, warmup, flush, DEFAULT_WARMUP_S)
+    a candidate's makes all ``warmup`` calls, as the judge places its checked trials by count.
+
+    The card's clocks, power, temperature and clock-event reasons over the series go with it
+    (``telemetry``: min/median/max and the reasons seen, or ``{"error": why}`` where NVML could not
+    read the card), as every measurement records them (docs/measuring.md): a reference that moves
+    between two runs is then told apart from a card that ran slower in one of them."""
+    with sampling(device, interval_ms=TELEMETRY_INTERVAL_MS) as tel:
+        timing = time_call(fn, device, trials, warmup, flush, DEFAULT_WARMUP_S)
+    summary = tel.summary()
+    return {**timing, "telemetry": summary if summary is not None else {"error": tel.error}}
 
 
 def first_call(call: Callable[[], Any], device: int) -> tuple[Any, float, bool]:
