@@ -132,6 +132,41 @@ def within_fraction(cmp: Mapping[str, Any], tol: float) -> dict[str, Any]:
             "fraction_of_compared": _round(within / cmp["compared"] if cmp["compared"] else None)}
 
 
+def card_states(doc: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """``{task: the card's state over its reference series}``: the median SM clock, the median
+    temperature and the clock-event reasons seen (the ``telemetry`` each reference records since
+    2026-12-06); a task whose run recorded none is left out."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in (doc or {}).get("tasks") or []:
+        tel = ((row.get("timing") or {}).get("reference") or {}).get("telemetry") or {}
+        sm = (tel.get("sm_clock_mhz") or {}).get("median")
+        if sm:
+            out[str(row.get("task") or row.get("path"))] = {
+                "sm_mhz": sm, "temp_c": (tel.get("temperature_c") or {}).get("median"),
+                "slowdown": list(tel.get("slowdown") or [])}
+    return out
+
+
+def misses_by_clock(cmp: Mapping[str, Any], a: Mapping[str, Any] | None, b: Mapping[str, Any] | None,
+                    tol: float, clock_tol: float = 0.02) -> dict[str, Any]:
+    """Each task outside ``tol`` between runs a and b, with the card's state in both, and how many of
+    them the card explains: b slower while its SM clock's median was ``clock_tol`` or more below a's
+    (or a faster the other way round). Those misses are the card's (its power cap at a higher
+    temperature, a longer run), not the timing's; the rest are listed for what they are."""
+    sa, sb = card_states(a), card_states(b)
+    rows, explained = [], 0
+    for task, d in sorted(cmp["deltas"].items(), key=lambda kv: -abs(kv[1])):
+        if abs(d) <= tol:
+            continue
+        ca, cb = sa.get(task), sb.get(task)
+        clock = cb["sm_mhz"] / ca["sm_mhz"] - 1 if ca and cb else None
+        by_card = clock is not None and ((d > 0 and clock <= -clock_tol) or (d < 0 and clock >= clock_tol))
+        explained += by_card
+        rows.append({"task": task, "rel": d, "clock_rel": _round(clock), "by_clock": by_card, "a": ca, "b": cb})
+    return {"misses": len(rows), "with_card_state": sum(1 for r in rows if r["clock_rel"] is not None),
+            "explained_by_clock": explained, "clock_tol": clock_tol, "rows": rows}
+
+
 def _round(x: float | None, nd: int = 6) -> float | None:
     return None if x is None else round(x, nd)
 
@@ -309,7 +344,8 @@ def section_trials100(b: Bench) -> dict[str, Any]:
     cmp = compare(b.doc_a, doc_c)
     frac = within_fraction(cmp, BOUNDS["trials100_within"])
     return {"run_c": res, "a_vs_c": {k: v for k, v in cmp.items() if k != "worst"}, "within_2pct": frac,
-            "worst10": cmp["worst"], "verdict": trials100_verdict(frac)}
+            "worst10": cmp["worst"], "verdict": trials100_verdict(frac),
+            "misses_by_clock": misses_by_clock(cmp, b.doc_a, doc_c, BOUNDS["trials100_within"])}
 
 
 def section_tiny(b: Bench) -> dict[str, Any]:

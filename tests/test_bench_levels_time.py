@@ -59,6 +59,34 @@ def test_compare_median_p90_and_failed_apart(lt):
     assert not v["pass"] and v["checks"]["median_abs"]["pass"] and not v["checks"]["p90_abs"]["pass"]
 
 
+def _with_clock(doc: dict, mhz: dict[str, float], slowdown: tuple[str, ...] = ()) -> dict:
+    """The doc with each named task's reference telemetry (median SM clock), as the runs record it."""
+    for row in doc["tasks"]:
+        if row["task"] in mhz:
+            row["timing"] = {"reference": {"telemetry": {"sm_clock_mhz": {"median": mhz[row["task"]]},
+                                                         "temperature_c": {"median": 60}, "slowdown": list(slowdown)}}}
+    return doc
+
+
+def test_misses_are_told_apart_by_the_cards_clock(lt):
+    a = _with_clock(_doc({"gemm": 10.0, "net": 1.0, "ok": 2.0, "faster": 5.0, "bare": 3.0}),
+                    {"gemm": 1980, "net": 1980, "ok": 1980, "faster": 1700})
+    c = _with_clock(_doc({"gemm": 10.5, "net": 1.3, "ok": 2.01, "faster": 4.5, "bare": 3.3}),
+                    {"gemm": 1850, "net": 1980, "ok": 1700, "faster": 1980}, ("sw_power_cap",))
+    m = lt.misses_by_clock(lt.compare(a, c), a, c, 0.02)
+    rows = {r["task"]: r for r in m["rows"]}
+    assert set(rows) == {"gemm", "net", "faster", "bare"}  # "ok" is within 2%, whatever its clock
+    assert rows["gemm"]["by_clock"] and rows["gemm"]["clock_rel"] == pytest.approx(1850 / 1980 - 1, abs=1e-6)
+    assert rows["faster"]["by_clock"]  # faster in c at a higher clock: the card again
+    assert not rows["net"]["by_clock"] and rows["net"]["clock_rel"] == 0  # same clock: not the card's
+    assert not rows["bare"]["by_clock"] and rows["bare"]["a"] is None  # no telemetry: cannot say
+    assert rows["gemm"]["b"]["slowdown"] == ["sw_power_cap"]
+    assert (m["misses"], m["with_card_state"], m["explained_by_clock"]) == (4, 3, 2)
+    # A slower run at a lower clock by less than clock_tol is not put on the card.
+    loose = {r["task"]: r for r in lt.misses_by_clock(lt.compare(a, c), a, c, 0.02, clock_tol=0.10)["rows"]}
+    assert not loose["gemm"]["by_clock"] and loose["faster"]["by_clock"]  # 6.6% lower vs 16.5% higher
+
+
 def test_repeat_verdict_passes_within_bounds(lt):
     a = _doc({f"t{i}": 1.0 for i in range(20)})
     b = _doc({f"t{i}": 1.0 + (0.001 if i % 2 else 0.0) + (0.015 if i == 19 else 0.0) for i in range(20)})
