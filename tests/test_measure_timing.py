@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+import struct
 
 import pytest
 
@@ -201,6 +202,24 @@ def test_the_step_is_read_only_from_a_long_series():
     assert timing._stop(TrialRule(), 1000, 0.2, 0.006, 0.0064) == "resolution"
     assert timing._stop(TrialRule(), 1000, 0.2, 0.007, 0.0064) is None  # wider than one step: go on
     assert timing._stop(TrialRule(), 1000, 0.01, 0.006, 0.0064) is None  # before the minimum time
+
+
+def _float32(ms):
+    """What CUDA events hand back: float32 milliseconds, whose rounding makes a difference of two
+    times a step apart differ from the step in its fifth significant digit."""
+    return (struct.unpack("f", struct.pack("f", x))[0] for x in ms)
+
+
+def test_float32_event_times_still_stop_at_one_step():
+    # Session 16's tiny task on an H100 (2026-12-06): median 4.736 us, interval up to 4.768 us (read
+    # as float32), step read off the series 3.19993e-5 ms: the half-width came out 1.6e-5 of a step
+    # wider than the step, so the series ran the whole 1 s cap (23,757 trials) instead of stopping.
+    median, high, step = 0.004736000206321478, 0.004767999984323978, 3.1999312341213226e-05
+    assert timing._stop(TrialRule(), 23757, 0.2, (high - median) / median, step / median) == "resolution"
+    assert timing._stop(TrialRule(), 23757, 0.2, 1.002 * step / median, step / median) is None  # a real 0.2% more
+    gpu = FakeGpu(_float32(_quantized(0.0047, 40)), wall_s=30e-6)
+    t = _run(gpu, None)
+    assert t["stopped"] == "resolution" and t["timed_s"] < timing.DEFAULT_MAX_TIME_S / 2, t
 
 
 def test_kernels_above_the_step_still_stop_at_the_precision():
