@@ -138,23 +138,27 @@ def card_states(doc: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
     2026-12-06); a task whose run recorded none is left out."""
     out: dict[str, dict[str, Any]] = {}
     for row in (doc or {}).get("tasks") or []:
-        tel = ((row.get("timing") or {}).get("reference") or {}).get("telemetry") or {}
+        ref = (row.get("timing") or {}).get("reference") or {}
+        tel = ref.get("telemetry") or {}
         sm = (tel.get("sm_clock_mhz") or {}).get("median")
         if sm:
             out[str(row.get("task") or row.get("path"))] = {
                 "sm_mhz": sm, "temp_c": (tel.get("temperature_c") or {}).get("median"),
-                "slowdown": list(tel.get("slowdown") or [])}
+                "slowdown": list(tel.get("slowdown") or []),
+                "host_pace_us": (ref.get("host") or {}).get("pace_us")}  # since 2026-12-06 (session 16)
     return out
 
 
 def misses_by_clock(cmp: Mapping[str, Any], a: Mapping[str, Any] | None, b: Mapping[str, Any] | None,
-                    tol: float, clock_tol: float = 0.02) -> dict[str, Any]:
+                    tol: float, clock_tol: float = 0.02, host_tol: float = 0.05) -> dict[str, Any]:
     """Each task outside ``tol`` between runs a and b, with the card's state in both, and how many of
     them the card explains: b slower while its SM clock's median was ``clock_tol`` or more below a's
     (or a faster the other way round). Those misses are the card's (its power cap at a higher
-    temperature, a longer run), not the timing's; the rest are listed for what they are."""
+    temperature, a longer run), not the timing's; the rest are listed for what they are. Likewise
+    ``slower_host``: misses where the host's pace (``host.pace_us``) moved ``host_tol`` or more the
+    same way as the time, the launch-bound tasks' usual suspect."""
     sa, sb = card_states(a), card_states(b)
-    rows, explained = [], 0
+    rows, explained, slower_host = [], 0, 0
     for task, d in sorted(cmp["deltas"].items(), key=lambda kv: -abs(kv[1])):
         if abs(d) <= tol:
             continue
@@ -162,9 +166,17 @@ def misses_by_clock(cmp: Mapping[str, Any], a: Mapping[str, Any] | None, b: Mapp
         clock = cb["sm_mhz"] / ca["sm_mhz"] - 1 if ca and cb else None
         by_card = clock is not None and ((d > 0 and clock <= -clock_tol) or (d < 0 and clock >= clock_tol))
         explained += by_card
-        rows.append({"task": task, "rel": d, "clock_rel": _round(clock), "by_clock": by_card, "a": ca, "b": cb})
+        # The host's pace the same way (a larger pace_us is a slower host), where both runs have it.
+        pace = (cb["host_pace_us"] / ca["host_pace_us"] - 1 if ca and cb and ca.get("host_pace_us")
+                and cb.get("host_pace_us") else None)
+        by_host = pace is not None and ((d > 0 and pace >= host_tol) or (d < 0 and pace <= -host_tol))
+        slower_host += by_host
+        rows.append({"task": task, "rel": d, "clock_rel": _round(clock), "by_clock": by_card,
+                     "host_pace_rel": _round(pace), "by_host": by_host, "a": ca, "b": cb})
     return {"misses": len(rows), "with_card_state": sum(1 for r in rows if r["clock_rel"] is not None),
-            "explained_by_clock": explained, "clock_tol": clock_tol, "rows": rows}
+            "explained_by_clock": explained, "clock_tol": clock_tol,
+            "with_host_pace": sum(1 for r in rows if r["host_pace_rel"] is not None),
+            "slower_host": slower_host, "host_tol": host_tol, "rows": rows}
 
 
 def _round(x: float | None, nd: int = 6) -> float | None:

@@ -82,6 +82,16 @@ def test_misses_are_told_apart_by_the_cards_clock(lt):
     assert not rows["bare"]["by_clock"] and rows["bare"]["a"] is None  # no telemetry: cannot say
     assert rows["gemm"]["b"]["slowdown"] == ["sw_power_cap"]
     assert (m["misses"], m["with_card_state"], m["explained_by_clock"]) == (4, 3, 2)
+    assert m["with_host_pace"] == 0 and not any(r["by_host"] for r in m["rows"])  # older runs: no pace
+    for doc, pace in ((a, 200.0), (c, 260.0)):  # the host 30% slower in c
+        for row in doc["tasks"]:
+            if "timing" in row:
+                row["timing"]["reference"]["host"] = {"pace_us": pace}
+    m = lt.misses_by_clock(lt.compare(a, c), a, c, 0.02)
+    rows = {r["task"]: r for r in m["rows"]}
+    assert rows["net"]["by_host"] and rows["net"]["host_pace_rel"] == pytest.approx(0.3)
+    assert not rows["faster"]["by_host"]  # faster in c on a slower host: not the host
+    assert (m["with_host_pace"], m["slower_host"]) == (3, 2)
     # A slower run at a lower clock by less than clock_tol is not put on the card.
     loose = {r["task"]: r for r in lt.misses_by_clock(lt.compare(a, c), a, c, 0.02, clock_tol=0.10)["rows"]}
     assert not loose["gemm"]["by_clock"] and loose["faster"]["by_clock"]  # 6.6% lower vs 16.5% higher

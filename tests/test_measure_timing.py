@@ -418,3 +418,15 @@ def test_a_short_call_still_makes_every_warm_up_call_and_none_without_a_bound():
     slow = FakeGpu(_stable(), wall_s=0.03)  # no bound (a candidate's timing, the judge's count): all 10
     t = time_callable(slow.fn, trials=20, warmup=10, flush=slow.before, events=slow, clock=slow.clock)
     assert t["warmup"] == 10 and slow.log.count("fn") == 30 and slow.syncs == 2
+
+
+# --- the host's pace beside a reference's series ------------------------------------------------------
+
+def test_host_pace_is_the_median_probe_in_microseconds():
+    from roofline_ext.measure.task_timing import host_pace
+
+    ticks = iter([0.0, 0.001, 1.0, 1.0003, 2.0, 2.0002])  # probes of 1000, 300 and 200 us
+    pace = host_pace(clock=lambda: next(ticks), probes=3)
+    assert pace["pace_us"] == pytest.approx(300.0) and pace["load_1m"] >= 0
+    real = host_pace()  # the real loop: some microseconds, not zero, not seconds
+    assert 1.0 < real["pace_us"] < 1e6, real

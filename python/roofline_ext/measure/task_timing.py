@@ -7,13 +7,15 @@ imports the judge. Moved from ``runner/task_timing.py``, issue 25 step 4.
 """
 from __future__ import annotations
 
+import os
+import statistics
 import time
 from typing import Any, Callable
 
 from ..device.telemetry import sampling
 from .timing import DEFAULT_WARMUP_S, Trials, fewest_trials, lazy_torch, time_callable
 
-__all__ = ["time_call", "time_reference_call", "first_call", "timed_and_seen"]
+__all__ = ["time_call", "time_reference_call", "host_pace", "first_call", "timed_and_seen"]
 
 
 def time_call(fn: Callable[[], Any], device: int, trials: Trials, warmup: int, flush,
@@ -28,6 +30,28 @@ def time_call(fn: Callable[[], Any], device: int, trials: Trials, warmup: int, f
 TELEMETRY_INTERVAL_MS = 100.0
 
 
+# The host's pace: a fixed piece of pure Python, timed a few times just before a reference's series.
+# A launch-bound reference's time is the host's (Python and the dispatcher issuing kernels, the GPU
+# waiting), and between two runs minutes apart such references moved by up to 28% at the same SM
+# clock (H100, 2026-12-06, docs/runner.md): this says whether the host was slower in one of them.
+# About 0.24 ms a probe on the 2-core VM (2026-12-06): five of them add about 1 ms to a task.
+HOST_PACE_PROBES = 5
+_PACE_N = 5_000
+
+
+def host_pace(clock: Callable[[], float] = time.perf_counter, probes: int = HOST_PACE_PROBES) -> dict[str, float]:
+    """The host as a reference's series begins: the median microseconds of a fixed pure-Python loop
+    (``pace_us``, lower is faster; only comparable on one machine) and the 1-minute load average."""
+    times = []
+    for _ in range(probes):
+        t0 = clock()
+        total = 0
+        for i in range(_PACE_N):
+            total += i & 7
+        times.append((clock() - t0) * 1e6)
+    return {"pace_us": round(statistics.median(times), 2), "load_1m": round(os.getloadavg()[0], 2)}
+
+
 def time_reference_call(fn: Callable[[], Any], device: int, trials: Trials, warmup: int, flush) -> dict[str, Any]:
     """The reference's timing: its warm-up may stop early once warm (``timing.DEFAULT_WARMUP_S``);
     a candidate's makes all ``warmup`` calls, as the judge places its checked trials by count.
@@ -35,11 +59,13 @@ def time_reference_call(fn: Callable[[], Any], device: int, trials: Trials, warm
     The card's clocks, power, temperature and clock-event reasons over the series go with it
     (``telemetry``: min/median/max and the reasons seen, or ``{"error": why}`` where NVML could not
     read the card), as every measurement records them (docs/measuring.md): a reference that moves
-    between two runs is then told apart from a card that ran slower in one of them."""
+    between two runs is then told apart from a card that ran slower in one of them; the host's pace
+    just before it (``host``, :func:`host_pace`) tells a slower host apart."""
+    host = host_pace()
     with sampling(device, interval_ms=TELEMETRY_INTERVAL_MS) as tel:
         timing = time_call(fn, device, trials, warmup, flush, DEFAULT_WARMUP_S)
     summary = tel.summary()
-    return {**timing, "telemetry": summary if summary is not None else {"error": tel.error}}
+    return {**timing, "telemetry": summary if summary is not None else {"error": tel.error}, "host": host}
 
 
 def first_call(call: Callable[[], Any], device: int) -> tuple[Any, float, bool]:
