@@ -78,7 +78,10 @@ def timed_pip(python: str, clone: Path, log: Path) -> tuple[dict, dict]:
             now = round(time.monotonic() - t0, 2)
             fh.write(f"{now:8.2f} {line}")
             for name, pattern in PHASES:
-                if name not in phases and pattern.search(line.strip()):
+                # "Installing collected packages" also opens the build requirements' install: only
+                # the one after the wheel is built counts.
+                late = name in ("install_wheels", "installed")
+                if name not in phases and pattern.search(line.strip()) and (not late or "wheel_done" in phases):
                     phases[name] = now
     wall = round(time.monotonic() - t0, 2)
     if proc.returncode != 0:
@@ -89,16 +92,16 @@ def timed_pip(python: str, clone: Path, log: Path) -> tuple[dict, dict]:
     return figures, phases
 
 
-def built_archs(python: str) -> list[str]:
-    """The SASS/PTX in the installed _core, by cuobjdump where one is on PATH (else [])."""
+def built_archs(python: str) -> dict:
+    """The SASS and PTX in the installed _core, by cuobjdump where one is on PATH (else {})."""
     so = subprocess.run([python, "-c", "import roofline_ext._core as c; assert c.CUDA_COMPILED; print(c.__file__)"],
                         capture_output=True, text=True, check=True).stdout.strip()
     tool = shutil.which("cuobjdump")
     if not tool:
-        return []
+        return {}
     elf = subprocess.run([tool, "--list-elf", so], capture_output=True, text=True).stdout
     ptx = subprocess.run([tool, "--list-ptx", so], capture_output=True, text=True).stdout
-    return sorted(set(re.findall(r"\.(sm_\w+)\.cubin", elf)) | set(re.findall(r"\.(sm_\w+)\.ptx", ptx)))
+    return {"sass": re.findall(r"\.(sm_\w+)\.cubin", elf), "ptx": re.findall(r"\.(sm_\w+)\.ptx", ptx)}
 
 
 def one_run(commit: str, work: Path, index: int) -> dict:
@@ -130,7 +133,7 @@ def main() -> None:
     runs = []
     with tempfile.TemporaryDirectory(prefix="install-time-") as tmp:
         work = Path(tmp)
-        for i in range(args.runs):
+        for _ in range(args.runs):
             for commit in args.commit:
                 run = one_run(commit, work, len(runs))
                 runs.append(run)
