@@ -2,7 +2,8 @@
 
 Each run: a fresh clone of a commit, a fresh venv (pip upgraded first, untimed, as .ci/run does),
 then exactly `python -m pip install ".[test]"` from the clone under /usr/bin/time, with no pip cache
-(PIP_NO_CACHE_DIR=1: every wheel fetched as on a new machine) and ROOFLINE_ENABLE_CUDA=ON, as CI.
+(PIP_NO_CACHE_DIR=1: every wheel fetched as on a new machine) and ROOFLINE_ENABLE_CUDA=ON, as CI
+(--enable-cuda '' leaves it unset, as a user runs it: AUTO, which probes for nvcc once more).
 pip runs with -v (the same work; only its output differs) so that each phase can be timed from
 its lines: resolving, the build's CMake configure and Ninja build, then pip installing every wheel.
 
@@ -64,9 +65,12 @@ def parse_time_v(text: str) -> dict:
     return out
 
 
-def timed_pip(python: str, clone: Path, log: Path) -> tuple[dict, dict]:
+def timed_pip(python: str, clone: Path, log: Path, enable_cuda: str) -> tuple[dict, dict]:
     """Runs the README's command; returns /usr/bin/time's figures and each phase's start (s)."""
-    env = dict(os.environ, ROOFLINE_ENABLE_CUDA="ON", PIP_NO_CACHE_DIR="1", PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PIP_NO_CACHE_DIR="1", PYTHONUNBUFFERED="1")
+    env.pop("ROOFLINE_ENABLE_CUDA", None)
+    if enable_cuda:
+        env["ROOFLINE_ENABLE_CUDA"] = enable_cuda
     time_out = log.with_suffix(".time")
     cmd = ["/usr/bin/time", "-v", "-o", str(time_out), python, "-m", "pip", "install", "-v", ".[test]"]
     phases: dict = {}
@@ -104,7 +108,7 @@ def built_archs(python: str) -> dict:
     return {"sass": re.findall(r"\.(sm_\w+)\.cubin", elf), "ptx": re.findall(r"\.(sm_\w+)\.ptx", ptx)}
 
 
-def one_run(commit: str, work: Path, index: int) -> dict:
+def one_run(commit: str, work: Path, index: int, enable_cuda: str) -> dict:
     clone = work / f"clone-{index}"
     venv = work / f"venv-{index}"
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
@@ -115,8 +119,9 @@ def one_run(commit: str, work: Path, index: int) -> dict:
     python = str(venv / "bin" / "python")
     subprocess.run([python, "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True, capture_output=True)
     load_before = load_average()
-    figures, phases = timed_pip(python, clone, work / f"pip-{index}.log")
-    run = {"commit": commit, "sha": sha, "load_before": load_before, "load_after": load_average(),
+    figures, phases = timed_pip(python, clone, work / f"pip-{index}.log", enable_cuda)
+    run = {"commit": commit, "sha": sha, "ROOFLINE_ENABLE_CUDA": enable_cuda or "(unset: AUTO)",
+           "load_before": load_before, "load_after": load_average(),
            **figures, "phase_start_s": phases, "archs": built_archs(python)}
     shutil.rmtree(clone)
     shutil.rmtree(venv)
@@ -127,6 +132,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--commit", action="append", required=True, help="a commit of this repository (repeatable)")
     ap.add_argument("--runs", type=int, default=1, help="runs of each commit, interleaved")
+    ap.add_argument("--enable-cuda", default="ON",
+                    help="ROOFLINE_ENABLE_CUDA for the install (CI's ON by default; '' leaves it unset, AUTO as a user)")
     ap.add_argument("--out", type=Path, help="append the runs to this JSON file")
     ap.add_argument("--keep-logs", type=Path, help="copy each run's timestamped pip -v log here")
     args = ap.parse_args()
@@ -135,7 +142,7 @@ def main() -> None:
         work = Path(tmp)
         for _ in range(args.runs):
             for commit in args.commit:
-                run = one_run(commit, work, len(runs))
+                run = one_run(commit, work, len(runs), args.enable_cuda)
                 runs.append(run)
                 print(json.dumps(run), flush=True)
                 if args.keep_logs:
