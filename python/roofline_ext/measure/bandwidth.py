@@ -24,8 +24,11 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..timestamps import utc_now
+from ..device.listing import device as get_device
+from ..device.status import core, require_measurement
+from ..device.telemetry import sampling
 from ..errors import RooflineError, UserError
+from ..timestamps import utc_now
 from .throttle import assess_row, median_ms
 
 PATTERNS = ("read", "write", "copy", "triad")
@@ -493,8 +496,6 @@ def _chunk_bytes(cfg: Mapping[str, Any]) -> int:
 
 
 def telemetry_block(device: int):
-    from ..device.telemetry import sampling
-
     return sampling(device)
 
 
@@ -536,8 +537,6 @@ def measure_pattern(device: int, pattern: str, buffer_bytes: int, *, configs: Se
     meanwhile. Raises VerificationError (from the core) on wrong output and MeasurementError on a
     figure above `theoretical_tbps`. Throttled repetitions are counted (``throttle``) and, with
     `discard_throttled`, left out of the figure."""
-    from ..device.status import core
-
     if pattern not in PATTERNS:
         raise UserError(f"unknown bandwidth pattern {pattern!r}; choose from {', '.join(PATTERNS)}")
     _core = core()
@@ -563,8 +562,6 @@ def measure_l2(device: int, l2_bytes: int, *, sizes: Sequence[int] | None = None
                progress: Callable[[int, int], None] | None = None, discard_throttled: bool = False) -> L2Result:
     """Read bandwidth per working-set size (best median over `configs` at each size): the L2 curve
     from 1 MiB to 2x L2, its near- and far-partition plateaus, and the L2/8..L2/2 plateau."""
-    from ..device.status import core
-
     _core = core()
     cfgs = _settable(configs or DEFAULT_L2_CONFIGS)
     sizes = list(sizes or l2_working_sets(l2_bytes))
@@ -593,8 +590,6 @@ def _mix_candidates(device: int, ratio: tuple[int, int], buffer_bytes: int, know
                     theoretical_tbps: float | None, discard: bool) -> list[Mapping[str, Any]]:
     """What can stand for one ratio: the patterns of that ratio already measured, a fresh read or write
     pattern at the endpoints, and the mix kernel's configurations in between."""
-    from ..device.status import core
-
     found: list[Mapping[str, Any]] = [{"source": name, "result": r} for name, r in known.items()
                                       if PATTERN_RATIOS.get(name) == ratio]
     r_parts, w_parts = ratio
@@ -660,9 +655,6 @@ def measure_bandwidth(device: int = 0, *, patterns: Sequence[str] = PATTERNS, si
     VerificationError when a kernel's output is wrong, MeasurementError when a figure exceeds the
     NVML-derived theoretical bandwidth.
     """
-    from ..device.listing import device as get_device
-    from ..device.status import core, require_measurement
-
     require_measurement(device)
     patterns = _checked_patterns(patterns, reps, warmup)
     dev = get_device(device)
@@ -771,8 +763,6 @@ def _free_bytes(device: int) -> int | None:
     """Free device memory now, as CUDA sees it, with this process's context in place: buffers are
     sized against what can really be allocated (listing devices reads NVML's figure instead, which
     creates no context but does not yet count the one measuring creates)."""
-    from ..device.status import core
-
     try:
         return int(core().cuda_memory_info(device)["memory_free_bytes"])
     except Exception:  # sizing falls back to the device record's figure

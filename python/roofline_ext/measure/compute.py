@@ -45,6 +45,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from ..device.status import core, require_measurement
+from ..device.telemetry import sampling
 from ..errors import UserError
 from ..peaks.datasheet import lookup
 from ..peaks.derived import clock_derived_peak
@@ -345,14 +347,8 @@ def measure_path(device: int, precision: str, path: str, config: Mapping[str, in
     Calibration's sustained phase calls this with fixed ``iterations`` back to back.
     """
     if _core is None:
-        from ..device.status import require_measurement
-
         require_measurement(device)
-        from ..device.status import core
-
         _core = core()
-    from ..device.telemetry import sampling
-
     device_facts = _device if _device is not None else _core.compute_device(device)
     knobs = _knobs(config)
     if cooldown_s > 0:
@@ -377,11 +373,7 @@ def measure_compute(device: int = 0, *, precisions: Iterable[str] = PRECISIONS, 
     called with one line per measurement. Raises ``GpuUnavailableError`` (with the availability
     reason) when there is no GPU to measure.
     """
-    from ..device.status import require_measurement
-
     require_measurement(device)
-    from ..device.status import core
-
     _core = core()
     if reps < 1 or warmup < 0 or target_ms <= 0:
         raise UserError("reps must be >= 1, warmup >= 0 and target_ms > 0")

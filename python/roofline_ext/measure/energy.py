@@ -40,6 +40,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol
 
+from ..device.listing import device as get_device
 from ..errors import RooflineError, UserError
 
 __all__ = [
@@ -132,8 +133,6 @@ class NvmlEnergyReader:
 
 
 def _bus_id(device: int) -> str:
-    from ..device.listing import device as get_device
-
     return get_device(device).pci_bus_id
 
 

@@ -17,6 +17,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
+from ..device.health import read_health
+from ..device.listing import device as get_device
+from ..device.status import core, require_measurement
+from ..device.telemetry import sampling
 from ..errors import UserError
 from ..peaks.link_rate import HostLink, host_link
 
@@ -107,11 +111,6 @@ def measure_hostlink(device: int = 0, *, size_bytes: int = DEFAULT_BYTES, reps: 
     the core's VerificationError when a copy delivered wrong data and CudaError when pinned memory
     cannot be had.
     """
-    from ..device.health import read_health
-    from ..device.listing import device as get_device
-    from ..device.status import core, require_measurement
-    from ..device.telemetry import sampling
-
     require_measurement(device)
     if reps < 1 or warmup < 0:
         raise UserError("reps must be >= 1 and warmup >= 0")

@@ -22,6 +22,8 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
+from ..device.status import core, require_measurement
+from ..errors import UserError
 from .bandwidth import MeasurementError, assess_rows, best_of_medians, tbps, telemetry_block, timeline_start
 
 #: Shared-memory bytes per clock per SM (see the module's docstring for the source).
@@ -139,9 +141,6 @@ def measure_smem(device: int = 0, *, configs: Sequence[Mapping[str, Any]] | None
 
     Raises GpuUnavailableError when no GPU can be measured, VerificationError when a thread's sum is
     wrong, MeasurementError when a figure beats SMs x 128 B/clock x the highest clock seen."""
-    from ..device.status import core, require_measurement
-    from ..errors import UserError
-
     require_measurement(device)
     if reps < 1 or warmup < 0 or passes < 0 or (passes == 0 and target_ms <= 0):
         raise UserError("reps must be >= 1, warmup >= 0, passes >= 0, and target_ms > 0 when passes is 0")

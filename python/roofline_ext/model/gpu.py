@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..device.listing import devices
+from ..device.status import availability
 from ..errors import UserError
 from ..peaks.datasheet import DEFAULT_SKU, known_names, lookup
 
@@ -37,8 +39,6 @@ def local_device() -> Any | None:
     even when this build cannot *measure* them: analysis only needs the name and attributes.
     """
     try:
-        from ..device.listing import devices
-
         found = devices()
     except Exception:
         return None
@@ -47,8 +47,6 @@ def local_device() -> Any | None:
 
 def _no_gpu_reason() -> str:
     try:
-        from ..device.status import availability
-
         return availability().reason.value.replace("_", " ")
     except Exception:
         return "GPU detection unavailable"

@@ -9,6 +9,9 @@ from __future__ import annotations
 import gc
 from typing import Any
 
+from ..device.status import availability, require_measurement
+from ..measure.timing import L2Flush
+
 # Memory a task may leave cached beyond what the worker held before it (allocator rounding).
 _LEAK_SLACK_BYTES = 64 << 20
 _baseline: dict[int, int] = {}
@@ -18,11 +21,6 @@ def setup(device: int) -> dict[str, Any]:
     """Create the CUDA context on ``device`` and run one tiny matmul and convolution, so that the
     first task's wall time holds no cuBLAS/cuDNN start-up. Raises ``GpuUnavailableError``."""
     import time
-
-    from ..device.status import require_measurement
-    from ..measure.timing import L2Flush
-
-    from ..device.status import availability
 
     t0 = time.perf_counter()
     availability(refresh=True)  # this process's own answer, never one cached before the fork
