@@ -12,7 +12,8 @@ from typing import Any, Callable, ContextManager, Mapping, Protocol, cast
 
 from ..device.listing import device as get_device
 from ..device.native import core_or_none
-from ..device.status import Availability, core, require_measurement
+from ..device import status
+from ..device.status import Availability, require_measurement
 from ..device.telemetry import sampling
 from ..measure.bandwidth import measure_bandwidth, measure_l2, measure_pattern
 from ..measure.compute import measure_compute, measure_path
@@ -135,7 +136,7 @@ class NativeBackend:
                         clock: Callable[[], float] = time.perf_counter) -> Any:
         """One unit's own verified kernel as an energy workload (``measure/energy_kernels.py``), as
         ``calibration.energy_phase.plan`` chose it; ``clock`` times its sizing calls."""
-        native = self._core if self._core is not None else core()
+        native = self._core if self._core is not None else status.core()
         if spec["kind"] == "hbm":
             return hbm_workload(native, device, spec["pattern"], int(spec["buffer_bytes"]), config=spec.get("config"),
                                 clock=clock)
@@ -174,7 +175,7 @@ class NativeBackend:
                                   warmup=1).plateau.tbps_median
             return run_l2
 
-        _core = core()
+        _core = status.core()
         facts = _core.compute_device(device)
         path, config = burst["path"], dict(burst["config"])
         # Fixed loop trips (the burst run's), so every call runs the same kernel without re-sizing it.

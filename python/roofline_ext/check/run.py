@@ -33,7 +33,7 @@ from ..measure.hostlink import link_of
 from ..peaks.link_rate import pcie_gbps
 from ..peaks.reference import CHECK_METRICS, HOSTLINK_FRACTION, METRIC_LABELS, reference_for
 from ..timestamps import utc_now
-from .native_backend import NativeCheckBackend
+from . import native_backend
 from .outcome import IDLE, MetricCheck, Situation, Verdict, failed_metric, judge_metric, summary_reason, worst
 from .plan import (COMPUTE_REPS, COMPUTE_TARGET_MS, COMPUTE_WARMUP, HBM_MIN_BYTES, HBM_REPS,  # noqa: F401 (re-exported)
                    HBM_WARMUP, HOSTLINK_BYTES, HOSTLINK_REPS, HOSTLINK_WARMUP, ORDER, CheckBackend, CheckProgress,
@@ -192,7 +192,7 @@ def run_check(device: str | int = "0", *, tolerances: Mapping[str, float] | None
     GPU (the report is then UNKNOWN with the reason). Raises UserError for a bad index. ``strict``:
     a GPU another process shares is judged on its figures as measured (normally they are "busy")."""
     if backend is None:
-        backend = NativeCheckBackend()
+        backend = native_backend.NativeCheckBackend()
     t0 = time.monotonic()
     tolerances = dict(tolerances or DEFAULT_TOLERANCES)
     avail = backend.availability()

@@ -11,7 +11,7 @@ import functools
 import statistics
 from typing import Any, Iterator, Mapping, Sequence
 
-from .listing import device as get_device
+from . import listing
 from .native import core_or_none
 
 # Reasons that say the clock was held back by something other than the workload finishing.
@@ -61,7 +61,7 @@ class Telemetry:
 
 @functools.lru_cache(maxsize=None)  # a CUDA index names one card for the life of a process; listing costs ms
 def _pci_bus_id(device: int) -> str:
-    return get_device(device).pci_bus_id
+    return listing.device(device).pci_bus_id
 
 
 @contextlib.contextmanager

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..device.status import availability
+from ..device import status
 from ..errors import GpuUnavailableError, RooflineError
 from ..measure.timing import DEFAULT_MAX_TIME_S, DEFAULT_PRECISION, DEFAULT_TRIALS, TrialRule
 from ..measure.timing_record import TimingReply, TimingReplyError
@@ -420,7 +420,7 @@ class _Batch:
                 # failure (a replaced worker that met a busy or resetting card) and the batch goes
                 # on: it never ends early with the tasks after this one missing from the results.
                 # The worker's own reason: this process may well see a usable GPU.
-                err = GpuUnavailableError(availability())
+                err = GpuUnavailableError(status.availability())
                 err.args = (f"the timing worker cannot use the GPU: {ref.error}",)
                 raise err
             return _error(self.paths[i], ref.kind, f"{self.paths[i]}: timing failed: {ref.error}",

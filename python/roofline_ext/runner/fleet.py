@@ -37,8 +37,7 @@ from typing import Any, Mapping, Sequence
 from .._version import __version__
 from ..check.result import CHECK_KIND, CHECK_SCHEMA_VERSION
 from ..check.stragglers import DEFAULT_STRAGGLER_FRACTION, FleetReport, load_dir, summarize_fleet
-from ..device.listing import devices
-from ..device.status import availability
+from ..device import listing, status
 from ..errors import UserError
 from ..timestamps import utc_now
 
@@ -129,8 +128,8 @@ def worker_inventory() -> dict[str, Any]:
     """Runs on a worker: its host and the GPUs it sees (CUDA order), without a CUDA context."""
     import os
 
-    avail = availability()
-    gpus = [{"index": d.index, "uuid": d.uuid, "name": d.name} for d in devices()
+    avail = status.availability()
+    gpus = [{"index": d.index, "uuid": d.uuid, "name": d.name} for d in listing.devices()
             if d.index is not None and d.can_measure]
     return {"host": socket.gethostname(), "gpus": gpus, "availability": avail.to_dict(),
             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}

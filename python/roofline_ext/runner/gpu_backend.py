@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 from typing import Any
 
-from ..device.status import availability, require_measurement
+from ..device import status
 from ..measure.timing import L2Flush
 
 # Memory a task may leave cached beyond what the worker held before it (allocator rounding).
@@ -23,8 +23,8 @@ def setup(device: int) -> dict[str, Any]:
     import time
 
     t0 = time.perf_counter()
-    availability(refresh=True)  # this process's own answer, never one cached before the fork
-    require_measurement(device)
+    status.availability(refresh=True)  # this process's own answer, never one cached before the fork
+    status.require_measurement(device)
     import torch
 
     torch.cuda.set_device(device)

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ...device.status import require_measurement
+from ...device import status
 from ...errors import UserError
 from ...measure.timing import DEFAULT_MAX_TIME_S, DEFAULT_PRECISION
 from ...measure.timing_record import TimingReply, TimingStats
@@ -216,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
         _start_pool_early(args, paths)
         gpu = resolve_gpu(args.gpu)
         if args.time:
-            require_measurement(args.device)  # exit 3 with the reason, before any task runs
+            status.require_measurement(args.device)  # exit 3 with the reason, before any task runs
         _need_torch(args)
         if gpu.note:
             print(f"roofline-ext: note: {gpu.note}", file=sys.stderr)

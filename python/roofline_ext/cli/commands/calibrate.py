@@ -18,8 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from ...device.listing import devices
-from ...device.status import availability, require_measurement
+from ...device import listing, status
 from ...errors import GpuUnavailableError, UserError
 from ...peaks.cache import cache_dir, list_cached, load, save
 from ...peaks.units import PEAK_KEYS, peak_label
@@ -132,13 +131,13 @@ def device_index(spec: str, flag: str = "--device") -> int:
 def _device_indices(spec: str) -> list[int]:
     spec = str(spec).strip().lower()
     if spec == "all":
-        require_measurement(0)  # raises GpuUnavailableError (exit 3) with the reason
-        found = sorted(d.index for d in devices() if d.index is not None and d.can_measure)
+        status.require_measurement(0)  # raises GpuUnavailableError (exit 3) with the reason
+        found = sorted(d.index for d in listing.devices() if d.index is not None and d.can_measure)
         if not found:
-            raise GpuUnavailableError(availability())
+            raise GpuUnavailableError(status.availability())
         return found
     index = device_index(spec)
-    require_measurement(index)
+    status.require_measurement(index)
     return [index]
 
 
