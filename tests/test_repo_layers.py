@@ -55,8 +55,8 @@ def _resolve(module: str, is_pkg: bool, node: ast.ImportFrom) -> list[str]:
     return names
 
 
-#: Third-party packages whose import costs a GPU context, a plotting backend or hundreds of
-#: milliseconds; with ``roofline_ext._core`` (the native module, which may not be built) they are the
+#: Third-party packages whose import costs hundreds of milliseconds or may be missing (optional
+#: extras); with ``roofline_ext._core`` (the native module, which may not be built) they are the
 #: heavy boundaries. A module whose import pulls one of them, directly or through its own
 #: module-level imports, is heavy, and only a heavy module may be imported inside a function.
 HEAVY_PACKAGES = frozenset({"torch", "matplotlib", "dask", "distributed", "rich", "numpy", "cupy"})
@@ -65,19 +65,19 @@ CORE = "roofline_ext._core"
 #: Light modules that may still be imported lazily, each with its measured reason: (importing module,
 #: imported module) -> why. Times are what importing the module adds to a process that already holds
 #: what it imports at start-up (medians of 7, bytecode cached, 2026-12-06, a shared 2-core box).
-#: ``roofline-ext --help`` imports every command module to build its parser, so a command's
-#: subsystem entry stays lazy where hoisting it adds more than a few ms to every invocation.
+#: Every ``roofline-ext`` run (``--help`` too) imports every command module to build its parser, so a
+#: command's own subsystem stays lazy where hoisting it adds more than a few ms to every run.
 LAZY_ALLOWED: dict[tuple[str, str], str] = {
     ("roofline_ext.cli.commands.calibrate", "roofline_ext.calibration.pipeline"):
-        "+21 ms, 15 modules (calibration, measure) on every --help and every other command",
+        "+21 ms, 15 modules (calibration, measure) on every roofline-ext run",
     ("roofline_ext.cli.commands.check", "roofline_ext.check.run"):
-        "+22 ms, 11 modules (check, measure) on every --help and every other command",
+        "+22 ms, 11 modules (check, measure) on every roofline-ext run",
     ("roofline_ext.cli.commands.fleet", "roofline_ext.runner.fleet"):
-        "+12 ms, 4 modules on every --help and every other command",
+        "+12 ms, 4 modules on every roofline-ext run",
     ("roofline_ext.cli.commands.fleet", "roofline_ext.check.stragglers"):
-        "+12 ms, 3 modules (check.result, check.outcome) on every --help and every other command",
+        "+12 ms, 3 modules (check.result, check.outcome) on every roofline-ext run",
     ("roofline_ext.cli.commands.report", "roofline_ext.report.html"):
-        "+18 ms, 8 modules (the page's sections) on every --help and every other command",
+        "+18 ms, 8 modules (the page's sections) on every roofline-ext run",
     ("roofline_ext.runner.worker", "roofline_ext.runner.analyze"):
         "+62 ms, 32 modules (model.assess, the peaks) in every fork server, for the failure reply only",
 }
