@@ -12,8 +12,17 @@ from typing import Any, Callable, ContextManager, Mapping, Protocol, cast
 
 from ..device.listing import device as get_device
 from ..device.native import core_or_none
+from ..device import status
 from ..device.status import Availability, require_measurement
 from ..device.telemetry import sampling
+from ..measure.bandwidth import measure_bandwidth, measure_l2, measure_pattern
+from ..measure.compute import measure_compute, measure_path
+from ..measure.energy import EnergyCounterError, NvmlEnergyReader
+from ..measure.energy_kernels import compute_workload, hbm_workload
+from ..measure.energy_peers import peer_workload
+from ..measure.energy_workload import Unsupported
+from ..measure.hostlink import DEFAULT_REPS, measure_hostlink
+from ..measure.smem import measure_smem
 
 #: Quick mode: the two patterns that give the HBM peak on every GPU measured so far, fewer reps.
 _QUICK_PATTERNS = ("read", "copy")
@@ -65,8 +74,6 @@ class NativeBackend:
 
     def nvml_state(self, dev: Any) -> dict[str, Any]:
         """A fresh NVML reading of the device (clocks, power, reasons, processes); {} without NVML."""
-        from ..device.native import core_or_none
-
         core = core_or_none()
         if core is None or not getattr(dev, "pci_bus_id", None):
             return {}
@@ -93,8 +100,6 @@ class NativeBackend:
 
     def measure_bandwidth(self, device: int, *, quick: bool,
                           progress: Callable[[float, float, str], None] | None = None) -> Any:
-        from ..measure.bandwidth import measure_bandwidth
-
         if quick:
             return measure_bandwidth(device, patterns=_QUICK_PATTERNS, reps=15, warmup=3, l2=False,
                                      progress=progress)
@@ -103,15 +108,11 @@ class NativeBackend:
 
     def measure_smem(self, device: int, *, quick: bool) -> Any:
         """Shared-memory bandwidth against SMs x 128 B/clock x the clock its kernel counted."""
-        from ..measure.smem import measure_smem
-
         return measure_smem(device, reps=12 if quick else 20)
 
     def measure_compute(self, device: int, precision: str, *, quick: bool,
                         progress: Callable[[str], None] | None = None) -> Any:
         """One precision, every path that can run it (the best path's median is the roof)."""
-        from ..measure.compute import measure_compute
-
         if quick:
             # Fewer repetitions and a shorter idle before each path keep the quick run within ~15 s;
             # the kernels, their sizing and their verification are the standalone ones.
@@ -121,15 +122,11 @@ class NativeBackend:
 
     def measure_hostlink(self, device: int, *, quick: bool) -> Any:
         """Pinned h2d and d2h copy bandwidth (measure/hostlink.py), fewer repetitions when quick."""
-        from ..measure.hostlink import DEFAULT_REPS, measure_hostlink
-
         return measure_hostlink(device, reps=10 if quick else DEFAULT_REPS)
 
     def energy_counter(self, device: int, dev: Any) -> Any:
         """NVML's total-energy counter of the card, found by its PCI bus id (``measure/energy.py``);
         raises ``EnergyCounterError`` with the one-line reason when it cannot be read."""
-        from ..measure.energy import EnergyCounterError, NvmlEnergyReader
-
         bus = getattr(dev, "pci_bus_id", None)
         if not bus:
             raise EnergyCounterError(f"no PCI bus id for CUDA device {device}: the energy counter cannot be found")
@@ -139,10 +136,7 @@ class NativeBackend:
                         clock: Callable[[], float] = time.perf_counter) -> Any:
         """One unit's own verified kernel as an energy workload (``measure/energy_kernels.py``), as
         ``calibration.energy_phase.plan`` chose it; ``clock`` times its sizing calls."""
-        from ..device.status import core
-        from ..measure.energy_kernels import compute_workload, hbm_workload
-
-        native = self._core if self._core is not None else core()
+        native = self._core if self._core is not None else status.core()
         if spec["kind"] == "hbm":
             return hbm_workload(native, device, spec["pattern"], int(spec["buffer_bytes"]), config=spec.get("config"),
                                 clock=clock)
@@ -154,9 +148,6 @@ class NativeBackend:
         """One library peer (``measure/energy_peers.py``) as ``calibration.energy_phase.peer_plan``
         chose it. Needs torch with CUDA; without it the peer is unsupported, saying why (the floor
         then rests on the own kernels alone, and the calibration says so per peer)."""
-        from ..measure.energy_peers import peer_workload
-        from ..measure.energy_workload import Unsupported
-
         try:
             import torch
         except ImportError as exc:
@@ -169,8 +160,6 @@ class NativeBackend:
         """``run_once(reps) -> figure`` for one unit family: the burst winner's kernel and configuration,
         called with the measurement modules' own functions (so every call is verified again)."""
         if family == "hbm":
-            from ..measure.bandwidth import measure_pattern
-
             pattern, config, size = burst["path"], dict(burst["config"]), int(burst["buffer_bytes"])
             theoretical = dev.theoretical_bandwidth_tbps
 
@@ -179,8 +168,6 @@ class NativeBackend:
                                        theoretical_tbps=theoretical).tbps_median
             return run_hbm
         if family == "l2":
-            from ..measure.bandwidth import measure_l2
-
             config, ws = dict(burst["config"]), int(burst["working_set_bytes"])
 
             def run_l2(reps: int) -> float:
@@ -188,10 +175,7 @@ class NativeBackend:
                                   warmup=1).plateau.tbps_median
             return run_l2
 
-        from ..device.status import core
-        from ..measure.compute import measure_path
-
-        _core = core()
+        _core = status.core()
         facts = _core.compute_device(device)
         path, config = burst["path"], dict(burst["config"])
         # Fixed loop trips (the burst run's), so every call runs the same kernel without re-sizing it.

@@ -43,12 +43,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from ..timestamps import utc_now
-from ..peaks.record import SCHEMA_VERSION
+from .._version import __version__
 from ..measure.energy import MIN_WINDOW_S
 from ..peaks.datasheet import lookup
 from ..peaks.derived import clock_derived_bandwidth, clock_derived_peak
+from ..peaks.record import SCHEMA_VERSION
 from ..peaks.units import ENTRY_KEYS, UNITS, peak_key, short_label
+from ..timestamps import utc_now
 from .backend import Backend, NativeBackend
 from .energy_phase import energy_phase, estimated_s, skipped
 from .sustained import median_of, sustain, sustain_rotating
@@ -578,8 +579,6 @@ def _end_warnings(run: _Run, state: Mapping[str, Any], end_state: Mapping[str, A
 def _document(run: _Run, avail: Any, state: dict[str, Any], end_state: dict[str, Any],
               sustained: dict[str, Any] | None, energy: dict[str, Any]) -> dict[str, Any]:
     """The calibration as the JSON the cache keeps (``raw`` goes to a file of its own there)."""
-    from .._version import __version__
-
     dev, sheet = run.dev, run.sheet
     runtime = run.backend.build_info().get("cuda_runtime_version")
     cal: dict[str, Any] = {

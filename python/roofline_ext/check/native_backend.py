@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping, cast
 
+from .._version import __version__
+from ..device import health as device_health, listing, status
+from ..measure.bandwidth import measure_pattern
+from ..measure.compute import measure_path
+from ..measure.hostlink import measure_hostlink
+from ..peaks.cache import cache_path, load
 from .plan import (COMPUTE_REPS, COMPUTE_TARGET_MS, COMPUTE_WARMUP, HBM_REPS, HBM_WARMUP, HOSTLINK_REPS,
                   HOSTLINK_WARMUP, Measured)
 
@@ -14,44 +20,28 @@ class NativeCheckBackend:
         self._facts: dict[int, Any] = {}
 
     def availability(self) -> Any:
-        from ..device.status import availability
-
-        return availability()
+        return status.availability()
 
     def devices(self) -> list[Any]:
-        from ..device.listing import devices
-
-        return devices()
+        return listing.devices()
 
     def health(self, dev: Any) -> Any:
-        from ..device.health import read_health
-
-        return read_health(dev.pci_bus_id)
+        return device_health.read_health(dev.pci_bus_id)
 
     def calibration(self, dev: Any) -> Mapping[str, Any] | None:
-        from ..peaks.cache import cache_path, load
-
         cal = load(dev.uuid) if dev.uuid else None
         return None if cal is None else {**cal, "_path": str(cache_path(dev.uuid))}
 
     def compute_paths(self, index: int) -> Mapping[str, Any]:
-        from ..device.status import core
-
-        return core().compute_paths(index)
+        return status.core().compute_paths(index)
 
     def free_bytes(self, index: int) -> int | None:
-        from ..device.status import core
-
         try:
-            return int(core().cuda_memory_info(index)["memory_free_bytes"])
+            return int(status.core().cuda_memory_info(index)["memory_free_bytes"])
         except Exception:  # the buffers are then sized from the device record's NVML figure
-            from ..device.listing import device
-
-            return device(index).memory_free_bytes
+            return listing.device(index).memory_free_bytes
 
     def package_version(self) -> str:
-        from .._version import __version__
-
         return __version__
 
     def measure(self, index: int, metric: str, setup: Mapping[str, Any]) -> Measured:
@@ -62,24 +52,18 @@ class NativeCheckBackend:
         return self._compute(index, setup)
 
     def _hbm(self, index: int, setup: Mapping[str, Any]) -> Measured:
-        from ..device.listing import device
-        from ..measure.bandwidth import measure_pattern
-
         r = measure_pattern(index, setup["pattern"], int(setup["buffer_bytes"]), configs=[setup["config"]],
                             reps=HBM_REPS, warmup=HBM_WARMUP,
-                            theoretical_tbps=device(index).theoretical_bandwidth_tbps)
+                            theoretical_tbps=listing.device(index).theoretical_bandwidth_tbps)
         return Measured(r.tbps_median, r.cv, {"pattern": r.pattern, "config": dict(r.config), "best": r.tbps_best,
                                               "buffer_bytes": r.buffer_bytes, "reps": r.reps,
                                               "verification": dict(r.verification)}, r.telemetry)
 
     def _compute(self, index: int, setup: Mapping[str, Any]) -> Measured:
-        from ..device.status import core
-        from ..measure.compute import measure_path
-
         if index not in self._facts:
-            self._facts[index] = core().compute_device(index)
+            self._facts[index] = status.core().compute_device(index)
         r = measure_path(index, setup["precision"], setup["path"], setup.get("config") or {}, reps=COMPUTE_REPS,
-                         warmup=COMPUTE_WARMUP, target_ms=COMPUTE_TARGET_MS, cooldown_s=0.0, _core=core(),
+                         warmup=COMPUTE_WARMUP, target_ms=COMPUTE_TARGET_MS, cooldown_s=0.0, _core=status.core(),
                          _device=self._facts[index])
         # A measured path always has its median (an unsupported pair raises in measure_path).
         return Measured(cast(float, r.tflops_median), r.cv, {
@@ -88,8 +72,6 @@ class NativeCheckBackend:
             "fraction_of_clock_derived": r.fraction_of_clock_derived, "verification": r.verification}, r.telemetry)
 
     def _link(self, index: int, metric: str, setup: Mapping[str, Any]) -> Measured:
-        from ..measure.hostlink import measure_hostlink
-
         if index not in self._hostlink:
             self._hostlink[index] = measure_hostlink(index, size_bytes=int(setup["bytes"]), reps=HOSTLINK_REPS,
                                                      warmup=HOSTLINK_WARMUP)

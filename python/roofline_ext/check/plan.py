@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol
 
 from ..errors import UserError
+from ..measure.bandwidth import CONFIG_KEYS, DEFAULT_CONFIGS
 from ..peaks.record import CalibrationRecord
 
 #: Order of the measurements (BF16 first: it is the one most sensitive to a warm card).
@@ -76,8 +77,6 @@ def calibration_record(cal: Mapping[str, Any] | None) -> CalibrationRecord:
 
 def hbm_config(cal: Mapping[str, Any] | None, pattern: str) -> dict[str, Any]:
     """The calibration's winning configuration of ``pattern``, else the default list's first."""
-    from ..measure.bandwidth import CONFIG_KEYS, DEFAULT_CONFIGS
-
     hbm = calibration_record(cal).burst_entry("hbm")
     cfg = (hbm.pattern_config(pattern) if hbm is not None else None) or DEFAULT_CONFIGS[pattern][0]
     return {k: v for k, v in dict(cfg).items() if k in CONFIG_KEYS}

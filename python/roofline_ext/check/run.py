@@ -24,19 +24,23 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping
 
-from ..timestamps import utc_now
+from .._version import __version__
 from ..device.native import core_error_kind
 from ..errors import GpuUnavailableError, RooflineError, UserError
 from ..measure.bandwidth import MeasurementError
 from ..measure.compute import ComputeBoundError
+from ..measure.hostlink import link_of
+from ..peaks.link_rate import pcie_gbps
 from ..peaks.reference import CHECK_METRICS, HOSTLINK_FRACTION, METRIC_LABELS, reference_for
+from ..timestamps import utc_now
+from . import native_backend
+from .outcome import IDLE, MetricCheck, Situation, Verdict, failed_metric, judge_metric, summary_reason, worst
 from .plan import (COMPUTE_REPS, COMPUTE_TARGET_MS, COMPUTE_WARMUP, HBM_MIN_BYTES, HBM_REPS,  # noqa: F401 (re-exported)
                    HBM_WARMUP, HOSTLINK_BYTES, HOSTLINK_REPS, HOSTLINK_WARMUP, ORDER, CheckBackend, CheckProgress,
                    HBM_PATTERN, Measured, calibration_record, compute_setup, hbm_buffer_bytes, hbm_config, plan)
 from .result import CheckReport, DeviceCheck
 from .state import situation_of, state_items
 from .tolerances import DEFAULT_TOLERANCES, spread_bound
-from .outcome import IDLE, MetricCheck, Situation, Verdict, failed_metric, judge_metric, summary_reason, worst
 
 
 # --- what to compare with (pure) ---------------------------------------------------------------
@@ -62,8 +66,6 @@ def _positive(v: Any) -> float | None:
 def healthy_link_gbps(link: Any) -> float | None:
     """The rate the host link should have: a PCIe link at the most both ends support (so a link that
     trained down shows in the h2d/d2h verdicts too, not only in the state), else the link as it is."""
-    from ..peaks.link_rate import pcie_gbps
-
     if link.kind == "pcie":
         return pcie_gbps(link.max_gen or link.gen, link.max_width or link.width) or link.theoretical_gbps
     return link.theoretical_gbps
@@ -139,8 +141,6 @@ def check_device(backend: CheckBackend, dev: Any, tolerances: Mapping[str, float
                  progress: CheckProgress | None = None, *, strict: bool = False) -> DeviceCheck:
     """Measure, compare and read the state of one GPU (``dev`` is a ``device.listing.Device``);
     ``strict`` judges the figures as measured even when another process shares the GPU."""
-    from ..measure.hostlink import link_of
-
     t0 = time.monotonic()
     start = backend.health(dev)  # before this process has a context on the card
     cal = backend.calibration(dev)
@@ -192,9 +192,7 @@ def run_check(device: str | int = "0", *, tolerances: Mapping[str, float] | None
     GPU (the report is then UNKNOWN with the reason). Raises UserError for a bad index. ``strict``:
     a GPU another process shares is judged on its figures as measured (normally they are "busy")."""
     if backend is None:
-        from .native_backend import NativeCheckBackend
-
-        backend = NativeCheckBackend()
+        backend = native_backend.NativeCheckBackend()
     t0 = time.monotonic()
     tolerances = dict(tolerances or DEFAULT_TOLERANCES)
     avail = backend.availability()
@@ -222,8 +220,6 @@ def run_check_safely(device: str | int = "0", **kwargs: Any) -> CheckReport:
         return run_check(device, **kwargs)
     except GpuUnavailableError as exc:
         avail = exc.availability
-        from .._version import __version__
-
         return CheckReport(Verdict.UNKNOWN, f"no GPU can be checked here: {avail.message}", (), avail.to_dict(),
                            utc_now(), __version__, no_gpu=True)
 

@@ -23,6 +23,7 @@ import os
 import sys
 import traceback
 
+from .._version import __version__
 from ..errors import RooflineError
 
 # Order here is the order in --help.
@@ -32,8 +33,6 @@ _DEBUG_HELP = "show tracebacks and torch's own logs instead of one-line errors"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .._version import __version__
-
     parser = argparse.ArgumentParser(
         prog="roofline-ext",
         description="How close to the hardware's limit is this kernel? Roofline floors from "

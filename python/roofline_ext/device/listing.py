@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .status import Reason, availability
+from ..errors import UserError
 from .native import core_or_none
+from .status import Reason, availability
 
 # NVML's nvmlDeviceArchitecture_t values.
 # Keyed by int | None: a device record without NVML's architecture looks up None (no entry).
@@ -196,8 +197,6 @@ def devices() -> list[Device]:
 
 def device(index: int = 0) -> Device:
     """The CUDA-visible device with CUDA index ``index``; raises UserError if there is none."""
-    from ..errors import UserError
-
     for d in devices():
         if d.index == index:
             return d

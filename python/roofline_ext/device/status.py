@@ -10,6 +10,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import GpuUnavailableError, UserError
 from .native import core_or_none, import_error
 
 
@@ -126,8 +127,6 @@ def availability(refresh: bool = False) -> Availability:
 
 def require_measurement(device: int = 0) -> Availability:
     """Return the availability if ``device`` can be measured; else raise ``GpuUnavailableError``."""
-    from ..errors import GpuUnavailableError, UserError
-
     a = availability()
     if not a.ok:
         raise GpuUnavailableError(a)
@@ -141,7 +140,5 @@ def core() -> Any:
     """The native module, or ``GpuUnavailableError`` carrying the availability reason."""
     mod = core_or_none()
     if mod is None:
-        from ..errors import GpuUnavailableError
-
         raise GpuUnavailableError(availability())
     return mod

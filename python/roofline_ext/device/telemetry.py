@@ -11,6 +11,7 @@ import functools
 import statistics
 from typing import Any, Iterator, Mapping, Sequence
 
+from . import listing
 from .native import core_or_none
 
 # Reasons that say the clock was held back by something other than the workload finishing.
@@ -60,9 +61,7 @@ class Telemetry:
 
 @functools.lru_cache(maxsize=None)  # a CUDA index names one card for the life of a process; listing costs ms
 def _pci_bus_id(device: int) -> str:
-    from .listing import device as get_device
-
-    return get_device(device).pci_bus_id
+    return listing.device(device).pci_bus_id
 
 
 @contextlib.contextmanager

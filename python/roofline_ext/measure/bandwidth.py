@@ -24,8 +24,9 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..timestamps import utc_now
+from ..device import listing, status, telemetry as device_telemetry
 from ..errors import RooflineError, UserError
+from ..timestamps import utc_now
 from .throttle import assess_row, median_ms
 
 PATTERNS = ("read", "write", "copy", "triad")
@@ -493,9 +494,7 @@ def _chunk_bytes(cfg: Mapping[str, Any]) -> int:
 
 
 def telemetry_block(device: int):
-    from ..device.telemetry import sampling
-
-    return sampling(device)
+    return device_telemetry.sampling(device)
 
 
 def timeline_start(core: Any) -> float | None:
@@ -536,11 +535,9 @@ def measure_pattern(device: int, pattern: str, buffer_bytes: int, *, configs: Se
     meanwhile. Raises VerificationError (from the core) on wrong output and MeasurementError on a
     figure above `theoretical_tbps`. Throttled repetitions are counted (``throttle``) and, with
     `discard_throttled`, left out of the figure."""
-    from ..device.status import core
-
     if pattern not in PATTERNS:
         raise UserError(f"unknown bandwidth pattern {pattern!r}; choose from {', '.join(PATTERNS)}")
-    _core = core()
+    _core = status.core()
     cfgs = _settable(configs or DEFAULT_CONFIGS[pattern])
     with telemetry_block(device) as tel:
         t0 = timeline_start(_core)
@@ -563,9 +560,7 @@ def measure_l2(device: int, l2_bytes: int, *, sizes: Sequence[int] | None = None
                progress: Callable[[int, int], None] | None = None, discard_throttled: bool = False) -> L2Result:
     """Read bandwidth per working-set size (best median over `configs` at each size): the L2 curve
     from 1 MiB to 2x L2, its near- and far-partition plateaus, and the L2/8..L2/2 plateau."""
-    from ..device.status import core
-
-    _core = core()
+    _core = status.core()
     cfgs = _settable(configs or DEFAULT_L2_CONFIGS)
     sizes = list(sizes or l2_working_sets(l2_bytes))
     points: list[L2Point] = []
@@ -593,8 +588,6 @@ def _mix_candidates(device: int, ratio: tuple[int, int], buffer_bytes: int, know
                     theoretical_tbps: float | None, discard: bool) -> list[Mapping[str, Any]]:
     """What can stand for one ratio: the patterns of that ratio already measured, a fresh read or write
     pattern at the endpoints, and the mix kernel's configurations in between."""
-    from ..device.status import core
-
     found: list[Mapping[str, Any]] = [{"source": name, "result": r} for name, r in known.items()
                                       if PATTERN_RATIOS.get(name) == ratio]
     r_parts, w_parts = ratio
@@ -605,7 +598,7 @@ def _mix_candidates(device: int, ratio: tuple[int, int], buffer_bytes: int, know
                 device, name, buffer_bytes, reps=reps, warmup=warmup, seed=seed,
                 theoretical_tbps=theoretical_tbps, discard_throttled=discard)})
         return found
-    _core = core()
+    _core = status.core()
     with telemetry_block(device) as tel:
         t0 = timeline_start(_core)
         rows = _core.bandwidth_mix(device, r_parts, w_parts, int(buffer_bytes), int(reps), int(warmup), cfgs, int(seed))
@@ -660,12 +653,9 @@ def measure_bandwidth(device: int = 0, *, patterns: Sequence[str] = PATTERNS, si
     VerificationError when a kernel's output is wrong, MeasurementError when a figure exceeds the
     NVML-derived theoretical bandwidth.
     """
-    from ..device.listing import device as get_device
-    from ..device.status import core, require_measurement
-
-    require_measurement(device)
+    status.require_measurement(device)
     patterns = _checked_patterns(patterns, reps, warmup)
-    dev = get_device(device)
+    dev = listing.device(device)
     theoretical = dev.theoretical_bandwidth_tbps
     size_bytes, warnings = _buffer_size(dev, device, patterns, size_bytes)
 
@@ -718,7 +708,7 @@ def measure_bandwidth(device: int = 0, *, patterns: Sequence[str] = PATTERNS, si
         date=utc_now(),
         driver_version=dev.driver_version,
         cuda_driver_version=dev.cuda_driver_version,
-        cuda_runtime_version=core().build_info().get("cuda_runtime_version"),
+        cuda_runtime_version=status.core().build_info().get("cuda_runtime_version"),
         warnings=warnings,
         mix=mix_result,
     )
@@ -771,9 +761,7 @@ def _free_bytes(device: int) -> int | None:
     """Free device memory now, as CUDA sees it, with this process's context in place: buffers are
     sized against what can really be allocated (listing devices reads NVML's figure instead, which
     creates no context but does not yet count the one measuring creates)."""
-    from ..device.status import core
-
     try:
-        return int(core().cuda_memory_info(device)["memory_free_bytes"])
+        return int(status.core().cuda_memory_info(device)["memory_free_bytes"])
     except Exception:  # sizing falls back to the device record's figure
         return None

@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from ..device import status as device_status, telemetry as device_telemetry
 from ..errors import UserError
 from ..peaks.datasheet import lookup
 from ..peaks.derived import clock_derived_peak
@@ -345,19 +346,13 @@ def measure_path(device: int, precision: str, path: str, config: Mapping[str, in
     Calibration's sustained phase calls this with fixed ``iterations`` back to back.
     """
     if _core is None:
-        from ..device.status import require_measurement
-
-        require_measurement(device)
-        from ..device.status import core
-
-        _core = core()
-    from ..device.telemetry import sampling
-
+        device_status.require_measurement(device)
+        _core = device_status.core()
     device_facts = _device if _device is not None else _core.compute_device(device)
     knobs = _knobs(config)
     if cooldown_s > 0:
         time.sleep(cooldown_s)
-    with sampling(device) as tel:
+    with device_telemetry.sampling(device) as tel:
         raw = _core.compute_run(device, precision, path, reps=reps, warmup=warmup, target_ms=target_ms,
                                 iterations=iterations, **knobs)
     r = _path_result(raw, tel.summary())
@@ -377,12 +372,8 @@ def measure_compute(device: int = 0, *, precisions: Iterable[str] = PRECISIONS, 
     called with one line per measurement. Raises ``GpuUnavailableError`` (with the availability
     reason) when there is no GPU to measure.
     """
-    from ..device.status import require_measurement
-
-    require_measurement(device)
-    from ..device.status import core
-
-    _core = core()
+    device_status.require_measurement(device)
+    _core = device_status.core()
     if reps < 1 or warmup < 0 or target_ms <= 0:
         raise UserError("reps must be >= 1, warmup >= 0 and target_ms > 0")
     plan = plan_paths(_core.compute_paths(device), precisions, paths)

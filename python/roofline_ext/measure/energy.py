@@ -40,6 +40,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol
 
+from ..device import listing
 from ..errors import RooflineError, UserError
 
 __all__ = [
@@ -132,9 +133,7 @@ class NvmlEnergyReader:
 
 
 def _bus_id(device: int) -> str:
-    from ..device.listing import device as get_device
-
-    return get_device(device).pci_bus_id
+    return listing.device(device).pci_bus_id
 
 
 # --------------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import time
 from typing import Any, Callable, Mapping
 
 from ..errors import UserError
+from . import bandwidth, compute
 from .energy_workload import CheckFailed, EnergyWorkload, Unsupported
 
 __all__ = ["DUTY", "MIN_KERNEL_S", "MAX_CALL_S", "TARGET_MS", "SEED", "HBM_PATTERNS", "reps_for",
@@ -97,9 +98,7 @@ def compute_workload(core: Any, device: int, precision: str, path: str, *, confi
     ``flop_per_launch`` x the launches it timed (no untimed warm-up: the window's own warm-up call
     warms the card). ``config``: the kernel knobs (default: the path's first default configuration,
     the one the burst phase measures)."""
-    from .compute import DEFAULT_CONFIGS
-
-    cfg = dict(config if config is not None else DEFAULT_CONFIGS[path][0])
+    cfg = dict(config if config is not None else compute.DEFAULT_CONFIGS[path][0])
     first = core.compute_run(device, precision, path, reps=_SIZING_REPS, warmup=1, target_ms=TARGET_MS, **cfg)
     _require_passed(first, f"{precision} {path}")
     iterations = int(first["iterations"])
@@ -127,10 +126,8 @@ def hbm_workload(core: Any, device: int, pattern: str, buffer_bytes: int, *, con
     ``bytes_per_launch`` (read N, write N, copy 2N) x its launches. ``config``: the kernel
     configuration (default: the pattern's first default one); the driver's copy (``load="memcpy"``)
     is not one of the tool's kernels and is refused."""
-    from .bandwidth import CONFIG_KEYS, DEFAULT_CONFIGS
-
-    source = config if config is not None else DEFAULT_CONFIGS[pattern][0]
-    cfg = {k: v for k, v in dict(source).items() if k in CONFIG_KEYS}
+    source = config if config is not None else bandwidth.DEFAULT_CONFIGS[pattern][0]
+    cfg = {k: v for k, v in dict(source).items() if k in bandwidth.CONFIG_KEYS}
     if cfg.get("load") == "memcpy":
         raise UserError(f"HBM {pattern}: the driver's cudaMemcpyAsync is not one of the tool's kernels; "
                         "give a kernel configuration")

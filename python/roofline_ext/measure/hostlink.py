@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
+from ..device import health as device_health, listing, status, telemetry as device_telemetry
 from ..errors import UserError
 from ..peaks.link_rate import HostLink, host_link
 
@@ -107,21 +108,16 @@ def measure_hostlink(device: int = 0, *, size_bytes: int = DEFAULT_BYTES, reps: 
     the core's VerificationError when a copy delivered wrong data and CudaError when pinned memory
     cannot be had.
     """
-    from ..device.health import read_health
-    from ..device.listing import device as get_device
-    from ..device.status import core, require_measurement
-    from ..device.telemetry import sampling
-
-    require_measurement(device)
+    status.require_measurement(device)
     if reps < 1 or warmup < 0:
         raise UserError("reps must be >= 1 and warmup >= 0")
     size = int(size_bytes) // 16 * 16
     if size < 256:
         raise UserError(f"host-link copies need at least 256 bytes, not {size_bytes}")
-    dev = get_device(device)
-    with sampling(device) as tel:
-        rows = core().hostlink_run(device, size, int(reps), int(warmup), int(seed))
-    link = link_of(read_health(dev.pci_bus_id), dev.name)
+    dev = listing.device(device)
+    with device_telemetry.sampling(device) as tel:
+        rows = status.core().hostlink_run(device, size, int(reps), int(warmup), int(seed))
+    link = link_of(device_health.read_health(dev.pci_bus_id), dev.name)
     results = {r["direction"]: direction_result(r, link) for r in rows}
     return HostLinkResult(device=device, h2d=results["h2d"], d2h=results["d2h"], link=link,
                           telemetry=tel.summary(),

@@ -22,6 +22,8 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
+from ..device import status
+from ..errors import UserError
 from .bandwidth import MeasurementError, assess_rows, best_of_medians, tbps, telemetry_block, timeline_start
 
 #: Shared-memory bytes per clock per SM (see the module's docstring for the source).
@@ -139,13 +141,10 @@ def measure_smem(device: int = 0, *, configs: Sequence[Mapping[str, Any]] | None
 
     Raises GpuUnavailableError when no GPU can be measured, VerificationError when a thread's sum is
     wrong, MeasurementError when a figure beats SMs x 128 B/clock x the highest clock seen."""
-    from ..device.status import core, require_measurement
-    from ..errors import UserError
-
-    require_measurement(device)
+    status.require_measurement(device)
     if reps < 1 or warmup < 0 or passes < 0 or (passes == 0 and target_ms <= 0):
         raise UserError("reps must be >= 1, warmup >= 0, passes >= 0, and target_ms > 0 when passes is 0")
-    _core = core()
+    _core = status.core()
     cfgs = [{k: v for k, v in dict(c).items() if k in CONFIG_KEYS} for c in (configs or DEFAULT_CONFIGS)]
     with telemetry_block(device) as tel:
         t0 = timeline_start(_core)

@@ -13,6 +13,7 @@ import time
 from typing import Any, Callable
 
 from ..device.telemetry import sampling
+from .energy import measure_call_energy
 from .timing import DEFAULT_WARMUP_S, Trials, fewest_trials, lazy_torch, time_callable
 
 __all__ = ["time_call", "time_reference_call", "host_pace", "first_call", "timed_and_seen"]
@@ -96,8 +97,6 @@ def timed_and_seen(judge, candidate, args, time_fn, trials: Trials, warmup: int,
     if timing is not None and judge.new_values(candidate, args, timing["median_ms"], flush):
         judge.all_streams(candidate, args, timing["median_ms"], device)
     if energy and timing is not None and judge.judgement().scored:
-        from .energy import measure_call_energy
-
         measured = judge.guarded_call("the energy window", lambda: measure_call_energy(
             lambda: candidate(*args), device=device, call_ms=timing["median_ms"], flush=flush))
         if measured is not None:

@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..errors import RooflineError
+from ..errors import RooflineError, UserError
+from ..measure.energy import EnergyMeasurement
 from ..measure.timing_record import TimingReply, TimingReplyError, TimingStats, plain
 from ..tasks.counting import Counts
 from ..tasks.loading import TaskError
+from .energy import energy_floor_for, task_energy
 from .floors import roofline_result
 from .gpu import GpuChoice
 from .ops import attach_ops
@@ -567,10 +569,6 @@ def _energy_floor(energy: dict[str, Any], roofline: RooflineResult, counts: Coun
     against it (``fraction_of_floor``, ``below_floor``: a call below its energy floor is flagged as
     a time below its time floor is). A cost the task needs that was not measured is
     ``energy.floor_error``, one line."""
-    from ..errors import UserError
-    from ..measure.energy import EnergyMeasurement
-    from .energy import energy_floor_for, task_energy
-
     out = list(candidates)
     try:
         floor = energy_floor_for(roofline, costs, read_bytes=counts.input_bytes + counts.param_bytes,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..device import listing, status
 from ..errors import UserError
 from ..peaks.datasheet import DEFAULT_SKU, known_names, lookup
 
@@ -37,9 +38,7 @@ def local_device() -> Any | None:
     even when this build cannot *measure* them: analysis only needs the name and attributes.
     """
     try:
-        from ..device.listing import devices
-
-        found = devices()
+        found = listing.devices()
     except Exception:
         return None
     return found[0] if found else None
@@ -47,9 +46,7 @@ def local_device() -> Any | None:
 
 def _no_gpu_reason() -> str:
     try:
-        from ..device.status import availability
-
-        return availability().reason.value.replace("_", " ")
+        return status.availability().reason.value.replace("_", " ")
     except Exception:
         return "GPU detection unavailable"
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import difflib
 from typing import Any, Mapping, Sequence
 
+from ..peaks.record import CalibrationRecord
+from ..tasks.opcounts import match_key
 from .ops import L2_RULE, attach_kernels
 from .results import KernelTime, RooflineResult
 
@@ -26,8 +28,6 @@ def align(counted: Sequence[tuple[str, str]], profiled: Sequence[tuple[str, str]
     """profiled position -> counted position, for the (op, module) names both passes dispatched in the
     same order (the longest matching blocks: an op the other pass lacks costs only itself). Names
     match by family (``match_key``): every backend's form of one operation, in place or not."""
-    from ..tasks.opcounts import match_key
-
     def key(seq: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
         return [(match_key(op), module) for op, module in seq]
 
@@ -154,6 +154,4 @@ def l2_figure(calibration: Mapping[str, Any] | None, regime: str = "burst") -> f
     ``l2_tbps`` that :func:`place_profile` holds kernels to."""
     if not calibration:
         return None
-    from ..peaks.record import CalibrationRecord
-
     return CalibrationRecord.read(calibration).l2_figure(regime)

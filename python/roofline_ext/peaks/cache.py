@@ -28,6 +28,7 @@ from typing import Any, Iterator, Mapping
 
 from ..errors import UserError
 from ..inputs import read_json
+from .datasheet import lookup, normalize_name
 from .measured import MeasuredPeaks
 # Re-exported: the schema version, the regimes, the bounds and the shape are the record's, and
 # callers have always found them here.
@@ -237,8 +238,6 @@ def list_cached() -> list[dict[str, Any]]:
 
 def _same_gpu_name(a: str, b: str) -> bool:
     """Whether two GPU names mean the same part: equal once normalized, or one datasheet SKU."""
-    from .datasheet import lookup, normalize_name
-
     if normalize_name(a) == normalize_name(b):
         return True
     sa, sb = lookup(a), lookup(b)

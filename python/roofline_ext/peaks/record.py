@@ -37,6 +37,8 @@ from types import MappingProxyType
 from typing import Any, Mapping, TypeGuard
 
 from ..schema import NUMBER, problem
+from .datasheet import lookup
+from .derived import cc_tuple, derived_peaks
 from .measured import MeasuredPeaks
 from .units import PEAK_KEYS, ROOFLINE_PEAK_KEYS, UNITS, entry_key
 
@@ -196,8 +198,6 @@ def _ceiling(cal: Mapping[str, Any], regime: str, key: str) -> float | None:
 
 
 def _device_ceiling(gpu: Mapping[str, Any], key: str) -> float | None:
-    from .derived import cc_tuple, derived_peaks
-
     try:
         major, minor = cc_tuple(gpu.get("compute_capability"))
         derived = derived_peaks(major, minor, gpu.get("sm_count"), gpu.get("max_sm_clock_mhz"),
@@ -210,8 +210,6 @@ def _device_ceiling(gpu: Mapping[str, Any], key: str) -> float | None:
 
 
 def _datasheet_ceiling(name: Any, key: str) -> float | None:
-    from .datasheet import lookup
-
     sku = lookup(name) if isinstance(name, str) else None
     if sku is None:
         return None

@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import UserError
 from ..model.roofs import RoofSet, datasheet_roof
+from ..peaks.mix import mix_bandwidth, parse_ratio, read_fraction
 from ..peaks.record import CalibrationRecord
 from .outputs import write_bytes
 
@@ -169,8 +170,6 @@ def _roofs(datasheet: Mapping[str, Any] | None, measured: Mapping[str, Any] | No
         l2 = (None, None, l2[2])  # the levels draw L2 as its plateaus instead
     envelope: tuple[tuple[str, float, float], ...] = ()
     if mix:
-        from ..peaks.mix import parse_ratio, read_fraction
-
         points: Mapping[str, Any] = mix["points"] if isinstance(mix.get("points"), Mapping) else mix
         envelope = tuple(sorted(((str(k), read_fraction(*parse_ratio(k)), float(v)) for k, v in points.items()
                                  if _num(v)), key=lambda p: p[1]))
@@ -316,8 +315,6 @@ def _draw_mix_inset(ax: Any, roofs: _Roofs) -> None:
     the datasheet figure."""
     if len(roofs.mix) < 2:
         return
-    from ..peaks.mix import mix_bandwidth
-
     colour = _HBM[2]
     # Lower right, left of the legend: below the HBM slope, where no roof runs.
     inset = ax.inset_axes([0.5, 0.085, 0.24, 0.27])

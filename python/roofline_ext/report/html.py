@@ -27,14 +27,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from .._version import __version__
+from ..check.stragglers import CHECK_SHAPE, FLEET_SHAPE
 from ..errors import UserError
 from ..inputs import read_json
+from ..model.energy import EnergyCosts
 from ..model.roofs import RoofSet
+from ..peaks.record import SHAPE as CALIBRATION_SHAPE, BurstEntry, CalibrationRecord, SustainedEntry
+from ..peaks.units import ENTRY_KEYS, peak_label
 from ..schema import NUMBER, problem
 from ..timestamps import utc_now
+from .charts import calibration_roofs, calibration_subtitle, load_matplotlib, plot_roofline, task_points as points_of
+from .html_energy import benchmark_energy_section, calibration_energy
 # The page's building blocks (html_parts.py); fmt and pct are also what callers import from here.
 from .html_parts import (Source, json_pointer, render_svg, same_part, badge, cell, esc, fmt, num, num_span,  # noqa: F401
                          pct, table)
+from .outputs import check_outputs, write_text
 
 #: The page may fetch nothing: no network, no other file. Inline style and the one inline script only.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
@@ -120,17 +128,12 @@ ENERGY_SHAPE = {"date": str, "gpu_name": str, "gpu": {"name": str},
 
 def _shape_problem(kind: str, doc: Mapping[str, Any]) -> str | None:
     """Where a document departs from the shape its section reads (None when it does not)."""
-    from ..check.stragglers import CHECK_SHAPE, FLEET_SHAPE
-    from ..peaks.record import SHAPE as CALIBRATION_SHAPE
-
     spec = {"calibration": CALIBRATION_SHAPE, "check": CHECK_SHAPE, "fleet": FLEET_SHAPE,
             "analysis": ANALYSIS_SHAPE, "energy": ENERGY_SHAPE}[kind]
     why = problem(doc, spec)
     if why is None and kind == "energy":
         # The costs are what the section draws: one that EnergyCosts refuses (a cost of zero, a
         # missing field) refuses the file here, as a shape problem does, not the page half-drawn.
-        from ..model.energy import EnergyCosts
-
         try:
             EnergyCosts.from_dict(doc["costs"])
         except UserError as exc:
@@ -204,9 +207,6 @@ _CAL_HEADERS = ["unit", "burst", "CV", "% datasheet", "% clock-derived", "SM clo
 
 
 def _cal_rows(label: str, base: str, cal: Mapping[str, Any]) -> list[str]:
-    from ..peaks.record import BurstEntry, CalibrationRecord, SustainedEntry
-    from ..peaks.units import ENTRY_KEYS, peak_label
-
     record = CalibrationRecord.read(cal)
     rows = []
     for key in ENTRY_KEYS:
@@ -323,8 +323,6 @@ def tasks_section(sources: Sequence[Source]) -> str:
 # --- charts ---------------------------------------------------------------------------------------
 
 def _task_points(analyses: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    from .charts import task_points as points_of
-
     out = []
     for t in analyses:
         for p in points_of(t):
@@ -336,8 +334,6 @@ def _task_points(analyses: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def calibration_chart(cal: Mapping[str, Any], analyses: Sequence[Mapping[str, Any]], prefix: str) -> str:
     """The calibration's hierarchical roofline (HBM with its read:write envelope, L2 plateaus,
     shared memory, every compute unit) with the analysed tasks of the same part on it."""
-    from .charts import calibration_roofs, calibration_subtitle, plot_roofline
-
     gpu = cal.get("gpu") or {}
     tasks = _task_points(a for a in analyses if same_part(a.get("gpu") or a.get("sku"), gpu.get("name")))
     roofs = calibration_roofs(cal)
@@ -353,8 +349,6 @@ def datasheet_chart(gpu_name: str, analyses: Sequence[Mapping[str, Any]], prefix
                     roofs: RoofSet | None = None) -> str:
     """The tasks of a GPU nobody calibrated, on its datasheet roofs: those of ``roofs`` (the
     RoofSet a run resolved) when the caller has it."""
-    from .charts import plot_roofline
-
     if roofs is None:
         # The report reads analyses back from JSON files, and a result's RoofSet does not travel in
         # its JSON: the datasheet roof is resolved again, from the part name the analyses record.
@@ -372,8 +366,6 @@ def datasheet_chart(gpu_name: str, analyses: Sequence[Mapping[str, Any]], prefix
 
 
 def _charts_available() -> str | None:
-    from .charts import load_matplotlib
-
     try:
         load_matplotlib()
     except UserError as exc:
@@ -395,8 +387,6 @@ class _Page:
 
 
 def _roofline_sections(page: _Page, no_charts: str | None) -> None:
-    from .html_energy import calibration_energy
-
     analyses = [t for s in page.sources for _, t in s.analyses]
     cals = [(s, base, c) for s in page.sources for base, c in s.calibrations]
     if cals:
@@ -426,8 +416,6 @@ def render(sources: Sequence[Source], *, title: str = "roofline-ext report") -> 
         page.parts.append("<h2>Check verdicts</h2>" + checks)
     no_charts = _charts_available()
     _roofline_sections(page, no_charts)
-    from .html_energy import benchmark_energy_section
-
     page.parts.append(benchmark_energy_section(page.sources, no_charts, page.prefix))
     fleets = "".join(fleet_section(s) for s in sources)
     if fleets:
@@ -435,8 +423,6 @@ def render(sources: Sequence[Source], *, title: str = "roofline-ext report") -> 
     page.parts.append(tasks_section(sources))
     now = utc_now()
     inputs = "".join(f"<li><code>{esc(s.label)}</code>: {esc(s.path)}</li>" for s in sources)
-    from .._version import __version__
-
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -447,8 +433,6 @@ def render(sources: Sequence[Source], *, title: str = "roofline-ext report") -> 
 
 def build_report(paths: Sequence[str | os.PathLike], output: str | os.PathLike) -> tuple[Path, int]:
     """Read ``paths``, write the page to ``output`` (a regular file); returns (path, bytes)."""
-    from .outputs import check_outputs, write_text
-
     if not paths:
         raise UserError("report needs at least one results file (calibrate, check, fleet or analyze --json, or an "
                         "energy benchmark's JSON)")

@@ -30,6 +30,7 @@ from ..errors import UserError
 from ..measure.energy import EnergyMeasurement
 from ..model.energy import (BELOW_FLOOR_MESSAGE, COMPUTE_KEYS, LOWER_CLOCKS_NOTE, MEMORY_KEYS, EnergyCosts, EnergyFloor,
                             TaskEnergy, task_energy)
+from .energy_chart import cost_label, measured_variants, plot_energy_roofline
 from .html_parts import Source, json_pointer, render_svg, same_part, cell, esc, num, num_span, pct, table
 
 __all__ = ["CostsInput", "EnergyPoint", "energy_points", "calibration_energy", "benchmark_energy_section"]
@@ -114,8 +115,6 @@ def _on_costs(floor: EnergyFloor, costs: EnergyCosts) -> bool:
 
 def _variants(base: str, t: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
     """(chart label, pointer, energy object) of each measured variant (:func:`.energy_chart.measured_variants`)."""
-    from .energy_chart import measured_variants
-
     return [(label, base + ("/energy/reference" if i is None else json_pointer("candidates", i, "energy")), e)
             for label, i, e in measured_variants(t)]
 
@@ -158,8 +157,6 @@ def energy_points(sources: Sequence[Source], costs: CostsInput) -> tuple[list[En
 
 
 def _cost_rows(ci: CostsInput) -> list[str]:
-    from .energy_chart import cost_label
-
     rows = []
     for key in (*COMPUTE_KEYS, *MEMORY_KEYS):
         c = ci.costs.get(key)
@@ -207,8 +204,6 @@ def energy_block(sources: Sequence[Source], ci: CostsInput, no_charts: str | Non
     if no_charts:
         chart = f"<p class='muted'>No chart: {esc(no_charts)}</p>"
     else:
-        from .energy_chart import plot_energy_roofline
-
         def draw(path: Path) -> None:
             plot_energy_roofline(ci.costs, path, title=f"{gpu}: energy roofline", subtitle=ci.subtitle,
                                  tasks=[p.task for p in points])

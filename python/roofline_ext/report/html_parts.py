@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..peaks.datasheet import lookup, normalize_name
+
 
 @dataclass(frozen=True)
 class Source:
@@ -85,8 +87,6 @@ def json_pointer(*parts: Any) -> str:
 # --- charts -----------------------------------------------------------------------------------------
 
 def same_part(a: str | None, b: str | None) -> bool:
-    from ..peaks.datasheet import lookup, normalize_name
-
     if not a or not b:
         return False
     if normalize_name(a) == normalize_name(b):

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from ..errors import UserError
+from ..peaks.cache import cache_dir
 
 __all__ = ["STDOUT", "check_outputs", "check_name", "write_bytes", "write_text"]
 
@@ -143,8 +144,6 @@ def _identity(target: Path, st: os.stat_result | None) -> tuple:
 def _cached_calibrations() -> list[Path]:
     # Every command reads the cache (analyze its peaks, check its baseline, calibrate writes it):
     # no output of any of them may land on a file in it.
-    from ..peaks.cache import cache_dir
-
     with contextlib.suppress(OSError):
         folder = cache_dir()
         if folder.is_dir():

@@ -27,18 +27,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ..device import status
 from ..errors import GpuUnavailableError, RooflineError
 from ..measure.timing import DEFAULT_MAX_TIME_S, DEFAULT_PRECISION, DEFAULT_TRIALS, TrialRule
 from ..measure.timing_record import TimingReply, TimingReplyError
+from ..model.assess import CandidateResult, ErrorResult, TaskResult, assess_failed
 from ..model.gpu import GpuChoice
 from ..tasks.counting import Counts
 from ..tasks.loading import task_names
 from ..timestamps import process_age_s
-from ..model.assess import CandidateResult, ErrorResult, TaskResult, assess_failed
 from .analyze import ProgressFactory, assess_batch, assess_task, resolve_roofs
 from .candidates import Candidate
 from .jobs import COUNT, GPU_BACKEND, TIME_CANDIDATE, TIME_REFERENCE
-from .pool import Job, Outcome, Pool, capped_jobs, default_jobs
+from .pool import Job, Outcome, Pool, capped_jobs, default_jobs, supported
 from .stop_signals import stop_on_signals, stopped_line
 from .timed import assess_and_time, candidate_record
 
@@ -150,8 +151,6 @@ def run_tasks(paths: Sequence[str | os.PathLike], gpu: GpuChoice, opts: BatchOpt
     None: no bar). Raises ``KeyboardInterrupt`` on Ctrl-C (results so far are with the
     writer) and ``GpuUnavailableError`` when no timing worker can use its GPU.
     """
-    from .pool import supported
-
     task_paths = [Path(p) for p in paths]
     if opts.isolation != "process" and not supported():
         print(f"roofline-ext: note: worker processes need Linux; on {sys.platform} each task is timed in a "
@@ -420,10 +419,8 @@ class _Batch:
                 # line says it better than a row per task. Once a task was timed, it is this task's
                 # failure (a replaced worker that met a busy or resetting card) and the batch goes
                 # on: it never ends early with the tasks after this one missing from the results.
-                from ..device.status import availability
-
                 # The worker's own reason: this process may well see a usable GPU.
-                err = GpuUnavailableError(availability())
+                err = GpuUnavailableError(status.availability())
                 err.args = (f"the timing worker cannot use the GPU: {ref.error}",)
                 raise err
             return _error(self.paths[i], ref.kind, f"{self.paths[i]}: timing failed: {ref.error}",

@@ -29,6 +29,10 @@ _pack_len = _LEN.pack
 # The C methods themselves: socket.socket is a Python class a task could add methods to.
 _sendall, _recv = _socket.socket.sendall, _socket.socket.recv
 CONTROL_MAX = 1 << 16  # control messages are small (a request, a pid, an exit status)
+#: The runner's ``sys.path`` (JSON) in the fork server's environment, so that its workers import what
+#: the runner would; here, with the protocol both ends share, so that starting a server does not
+#: import the server's own module (and the worker code it loads) into the runner.
+SYS_PATH_ENV = "ROOFLINE_EXT_RUNNER_SYS_PATH"
 
 
 # --- control socket (runner <-> fork server) ------------------------------------------------------

@@ -34,7 +34,10 @@ import time
 import urllib.parse
 from typing import Any, Mapping, Sequence
 
-from ..check.stragglers import DEFAULT_STRAGGLER_FRACTION, FleetReport, summarize_fleet
+from .._version import __version__
+from ..check.result import CHECK_KIND, CHECK_SCHEMA_VERSION
+from ..check.stragglers import DEFAULT_STRAGGLER_FRACTION, FleetReport, load_dir, summarize_fleet
+from ..device import listing, status
 from ..errors import UserError
 from ..timestamps import utc_now
 
@@ -125,11 +128,8 @@ def worker_inventory() -> dict[str, Any]:
     """Runs on a worker: its host and the GPUs it sees (CUDA order), without a CUDA context."""
     import os
 
-    from ..device.listing import devices
-    from ..device.status import availability
-
-    avail = availability()
-    gpus = [{"index": d.index, "uuid": d.uuid, "name": d.name} for d in devices()
+    avail = status.availability()
+    gpus = [{"index": d.index, "uuid": d.uuid, "name": d.name} for d in listing.devices()
             if d.index is not None and d.can_measure]
     return {"host": socket.gethostname(), "gpus": gpus, "availability": avail.to_dict(),
             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
@@ -137,9 +137,6 @@ def worker_inventory() -> dict[str, Any]:
 
 def _synthetic_check(reason: str) -> dict[str, Any]:
     """A check document for a task whose check printed none (it crashed or timed out)."""
-    from .._version import __version__
-    from ..check.result import CHECK_KIND, CHECK_SCHEMA_VERSION
-
     return {"schema_version": CHECK_SCHEMA_VERSION, "kind": CHECK_KIND, "host": socket.gethostname(),
             "date": utc_now(),
             "package_version": __version__, "verdict": "UNKNOWN", "reason": reason, "exit_code": 6,
@@ -270,8 +267,6 @@ def run_fleet(scheduler: str, *, tolerances: Sequence[str] = (), straggler_fract
 
 def fleet_from_dir(directory: str, *, straggler_fraction: float = DEFAULT_STRAGGLER_FRACTION) -> FleetReport:
     """Summarize check results produced any other way (a Slurm job array, files copied by hand)."""
-    from ..check.stragglers import load_dir
-
     docs, ignored = load_dir(directory)
     summary = summarize_fleet(docs, straggler_fraction=straggler_fraction, ignored=ignored)
     return FleetReport(str(directory), utc_now(),

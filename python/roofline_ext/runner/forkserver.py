@@ -31,9 +31,10 @@ import sys
 import time
 from typing import Any
 
-from . import channel
+from . import channel, jobs, worker
+from .channel import SYS_PATH_ENV
+from .worker import child_main, failure_reply
 
-SYS_PATH_ENV = "ROOFLINE_EXT_RUNNER_SYS_PATH"
 _PR_SET_PDEATHSIG = 1
 
 
@@ -52,7 +53,7 @@ def _warm_up(count: bool) -> dict[str, Any]:
     t0 = time.perf_counter()
     import torch
 
-    from . import jobs, warmup_task, worker  # worker: its reply encoder is bound here, before any task
+    from . import warmup_task
 
     if count:  # worth it from the second task on; one task would pay the same in its worker
         jobs.count(warmup_task.__file__)
@@ -103,8 +104,6 @@ class Server:
         pid = os.fork()
         if pid == 0:
             self._become_worker(out_fd)
-            from .worker import child_main
-
             child_main(msg["role"], sock_fd, msg.get("options") or {})
         os.close(sock_fd)
         os.close(out_fd)
@@ -171,8 +170,6 @@ def main(argv: list[str]) -> int:
     try:
         info = _warm_up(count="--no-warm-up" not in argv)
     except BaseException as exc:  # no torch, or a broken install: the runner says why
-        from .worker import failure_reply
-
         channel.send_control(ctl, {"op": "failed", **failure_reply(exc, {}, "startup")})
         return 1
     gc.collect()

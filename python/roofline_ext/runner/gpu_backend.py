@@ -9,6 +9,9 @@ from __future__ import annotations
 import gc
 from typing import Any
 
+from ..device import status
+from ..measure.timing import L2Flush
+
 # Memory a task may leave cached beyond what the worker held before it (allocator rounding).
 _LEAK_SLACK_BYTES = 64 << 20
 _baseline: dict[int, int] = {}
@@ -19,14 +22,9 @@ def setup(device: int) -> dict[str, Any]:
     first task's wall time holds no cuBLAS/cuDNN start-up. Raises ``GpuUnavailableError``."""
     import time
 
-    from ..device.status import require_measurement
-    from ..measure.timing import L2Flush
-
-    from ..device.status import availability
-
     t0 = time.perf_counter()
-    availability(refresh=True)  # this process's own answer, never one cached before the fork
-    require_measurement(device)
+    status.availability(refresh=True)  # this process's own answer, never one cached before the fork
+    status.require_measurement(device)
     import torch
 
     torch.cuda.set_device(device)

@@ -15,7 +15,9 @@ import subprocess
 import sys
 from typing import Any
 
+from ..errors import GpuUnavailableError, RooflineError
 from . import channel
+from .timing_jobs import time_task
 
 RESULT_PREFIX = "ROOFLINE_RESULT "
 # Bound now, before the task is imported: a task that replaces json.dumps cannot change its result.
@@ -65,9 +67,6 @@ def run_isolated(kwargs: dict[str, Any], timeout_s: float = 300.0) -> dict[str, 
 
 
 def _main() -> int:
-    from ..errors import GpuUnavailableError, RooflineError
-    from .timing_jobs import time_task
-
     kwargs = json.loads(sys.stdin.read())
     try:
         payload = {"ok": True, "result": time_task(**kwargs)}

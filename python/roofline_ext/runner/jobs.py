@@ -8,6 +8,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..tasks.counting import count_task, require_torch
+from ..tasks.loading import load_task
+from ..tasks.sandbox import task_sandbox
+
 COUNT = "roofline_ext.runner.jobs:count"
 TIME_REFERENCE = "roofline_ext.runner.timing_jobs:time_reference"
 TIME_CANDIDATE = "roofline_ext.runner.timing_jobs:time_candidate"
@@ -23,10 +27,6 @@ PROCESS_ENDS_WITH_JOB = False
 def count(path: str, dtype: str | None = None, ops: bool = False) -> dict[str, Any]:
     """The task's :class:`~roofline_ext.tasks.counting.Counts` as a dict (``Counts(**d)`` rebuilds it);
     ``ops``: with its per-op rows."""
-    from ..tasks.counting import count_task, require_torch
-    from ..tasks.loading import load_task
-    from ..tasks.sandbox import task_sandbox
-
     require_torch()
     with task_sandbox():
         task = load_task(path, forget_helpers=not PROCESS_ENDS_WITH_JOB)

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..device import status
 from ..errors import UserError
 from ..model.gpu import resolve_gpu
 from ..model.verdict import JUDGE_MODES
@@ -39,9 +40,7 @@ def judge_kernel(task: str | os.PathLike, candidate: str | os.PathLike, *, time:
         raise UserError("correct_trials and trials must be at least 1")
     timing = None
     if time:
-        from ..device.status import require_measurement
-
-        require_measurement(device)
+        status.require_measurement(device)
         timing = TimingOptions(trials=trials, devices=(device,), correct_trials=correct_trials)
     opts = BatchOptions(timing=timing, candidates={task_path: [Candidate(cand_path)]}, judge=mode, judge_seed=seed)
     result = run_batch([task_path], resolve_gpu(gpu), opts)[0]

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterator, Mapping
 
-from .forkserver import SYS_PATH_ENV
+from .channel import SYS_PATH_ENV
 
 __all__ = ["ServerProcess", "Keeper", "spawn_server", "start_early", "take_early", "discard_early",
            "kept_server", "no_kept_server", "server_env", "worker_env", "with_huge_malloc"]

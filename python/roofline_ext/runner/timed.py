@@ -16,10 +16,12 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from .analyze import GpuChoice, assess_task
-from ..errors import RooflineError
+from ..device import status
+from ..errors import GpuUnavailableError, RooflineError
 from ..measure.timing_record import TimingReply, TimingReplyError
 from ..model.assess import CandidateResult, TaskResult
+from . import isolation
+from .analyze import GpuChoice, assess_task
 
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -81,18 +83,13 @@ def assess_and_time(
     as the pool's timed results are. Raises ``TimingError`` when the timing process failed,
     ``TaskError`` for a bad task file.
     """
-    from .isolation import run_isolated
-
     kwargs = {"path": str(Path(path).resolve()), "new": str(Path(new).resolve()) if new else None,
               "dtype": dtype, "trials": trials, "warmup": warmup, "compile": compile, "device": device,
               "inputs": inputs, "correct_trials": correct_trials}
-    outcome = run_isolated(kwargs, timeout_s=timeout_s)
+    outcome = isolation.run_isolated(kwargs, timeout_s=timeout_s)
     if not outcome["ok"]:
         if outcome["kind"] == "gpu-unavailable":
-            from ..device.status import availability
-            from ..errors import GpuUnavailableError
-
-            raise GpuUnavailableError(availability())
+            raise GpuUnavailableError(status.availability())
         raise TimingError(f"{path}: timing failed: {outcome['error']}", outcome["kind"])
     value = outcome["result"]
     try:  # the subprocess's reply, typed here once

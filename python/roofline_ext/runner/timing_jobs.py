@@ -23,12 +23,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..judge.clock import PhaseClock
+from ..measure.energy import measure_call_energy
 from ..measure.task_timing import first_call, time_call, time_reference_call, timed_and_seen
 from ..measure.timing import DEFAULT_SEED, DEFAULT_TRIALS, DEFAULT_WARMUP, L2Flush, Trials, lazy_torch
+from ..model.verdict import Verdict
 from ..peaks.units import task_dtype_name
 from ..tasks.building import (build, header, load_candidate, make_inputs, open_task, reference_setup, tolerance,
                               weights_for)
 from ..tasks.loading import TaskError, load_task
+from ..tasks.opranges import profile_reference
 
 
 def compare(ref, new, tol: float) -> dict[str, Any]:
@@ -89,12 +93,8 @@ def time_reference(path: str | Path, *, dtype: str | None = None, trials: Trials
             result["reference"] = time_reference_call(lambda: model(*args), device, trials, warmup, flush)
             result["t_ref_ms"] = result["reference"]["median_ms"]
             if profile:
-                from ..tasks.opranges import profile_reference
-
                 result["kernel_profile"] = profile_reference(lambda: model(*args), model, device, flush)
             if energy:
-                from ..measure.energy import measure_call_energy
-
                 result["energy"] = measure_call_energy(lambda: model(*args), device=device,
                                                        call_ms=result["t_ref_ms"], flush=flush)
             if compile:
@@ -200,7 +200,6 @@ def judge_candidate(path: str | Path, *, new: str | Path | None = None, dtype: s
 
 def _judged(task, path, new, dev, tdtype, seed: int, inputs: str, correct_trials: int, mode: str,
             judge_seed: int | None, timed) -> dict[str, Any]:
-    from ..judge.clock import PhaseClock
     from ..judge.guard import candidate_code
     from ..judge.protocol import Judge
 
@@ -243,8 +242,6 @@ def _judged(task, path, new, dev, tdtype, seed: int, inputs: str, correct_trials
 
 def _correctness(verdict, tol: float, sets: int) -> dict[str, Any]:
     """The ``correctness`` record results carried before the verdict (kept: its keys are read)."""
-    from ..model.verdict import Verdict
-
     ok = verdict.verdict is Verdict.CORRECT
     failed_set = verdict.verdict is Verdict.INCORRECT
     out: dict[str, Any] = {"ok": ok, "tolerance": tol, "max_abs_diff": verdict.evidence.get("max_abs_diff", 0.0),

@@ -38,6 +38,9 @@ import time
 import traceback
 from typing import Any, Callable, Sequence
 
+from ..errors import GpuUnavailableError, RooflineError
+from ..tasks.loading import TaskError, located
+from ..tasks.sandbox import QUIET_TORCH_LOGS
 from . import channel, compiling, jobs, process_state
 
 
@@ -50,8 +53,6 @@ def quiet_torch_logs() -> None:
     holds it at (``tasks.sandbox._quiet_torch_logs``), so that a counting worker need not set it. Setting
     a logger's level clears the cache of every logger, and in a fresh fork that copies the pages
     they live on. A reused worker puts the level back (:func:`_restore_torch_logs`)."""
-    from ..tasks.sandbox import QUIET_TORCH_LOGS
-
     global _TORCH_LOG_LEVEL
     log = logging.getLogger("torch")
     _TORCH_LOG_LEVEL = log.level
@@ -71,11 +72,11 @@ def _resolve(name: str) -> Callable[..., Any]:
 
 
 def failure_reply(exc: BaseException, kwargs: dict[str, Any], default_kind: str) -> dict[str, Any]:
-    from ..errors import GpuUnavailableError, RooflineError
-    from .analyze import error_result
-
     if isinstance(exc, KeyboardInterrupt):
         exc = _own_interrupt(exc, kwargs.get("path"))
+    # Lazy: runner.analyze brings model.assess and the peaks (~60 ms) into every fork server.
+    from .analyze import error_result
+
     record = error_result(kwargs.get("path") or "?", exc)  # the one place that words a failure
     kind = record["error_kind"]
     if isinstance(exc, GpuUnavailableError):
@@ -88,8 +89,6 @@ def failure_reply(exc: BaseException, kwargs: dict[str, Any], default_kind: str)
 
 def _own_interrupt(exc: KeyboardInterrupt, path: str | None) -> BaseException:
     """The task's own KeyboardInterrupt as the one-line failure of that task, with its line."""
-    from ..tasks.loading import TaskError, located
-
     where = located(path, exc) if path else "the job"
     return TaskError(f"{where}: raised KeyboardInterrupt", kind="interrupt", path=path)
 

@@ -86,6 +86,7 @@ from .formulas import flop_formulas, flopcounter_formulas
 from .loading import Task, TaskError, describe_exception, load_task, located
 from .opcounter import make_op_counter
 from .opcounts import UNWRITTEN_OUTPUT, ModuleTracker, OpCount, OpRecorder, family_functions, op_family
+from .realbuild import build_for_real
 from .traffic import Reads, storage_bytes
 
 __all__ = ["Counts", "count_task", "parse_dtype", "require_torch", "DTYPE_CHOICES"]
@@ -442,8 +443,6 @@ class _StorageKey:
 
 def _build(task: Task, init_inputs: list, model: str) -> tuple[Any, list[str]]:
     """The model on fake tensors; built for real when its constructor needs tensor values."""
-    from .realbuild import build_for_real
-
     try:
         return task.build(init_inputs, which=model), []
     except TaskError as exc:

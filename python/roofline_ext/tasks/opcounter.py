@@ -69,7 +69,7 @@ ATTENTION = {
 
 
 # Ops that return their input's storage under another shape without being views by their schema.
-_ALIASES = frozenset({"_unsafe_view", "_reshape_alias"})
+ALIAS_OPS = frozenset({"_unsafe_view", "_reshape_alias"})
 # A literal that Python made in forward (torch.tensor(0.0)) enters as lift_fresh: made, not read.
 _LIFTS = frozenset({"lift_fresh", "lift_fresh_copy"})
 
@@ -332,7 +332,7 @@ class _OpCounterBase:
         if handled:
             return value
         name = func._overloadpacket.__name__
-        is_view = func.is_view or name in _ALIASES
+        is_view = func.is_view or name in ALIAS_OPS
         pre = None if is_view else self.masks.before(name, args)
         shortcut = self._shortcuts.get(func)
         out = shortcut(args, kwargs) if shortcut is not None else None

@@ -30,6 +30,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..measure.kernel_profile import OP_RANGE, profile_kernels
+from .opcounter import ALIAS_OPS, run_if_not_counted
+from .opcounts import ModuleTracker, family_functions, op_family
 
 __all__ = ["profile_reference"]
 
@@ -37,9 +39,6 @@ __all__ = ["profile_reference"]
 def _make_mode(record: list[dict[str, Any]], tracker):
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
-
-    from .opcounter import _ALIASES, run_if_not_counted
-    from .opcounts import op_family
 
     class _Numbering(TorchDispatchMode):
         """Every non-view aten op in a profiler range of its own, numbered as the counting pass numbers
@@ -55,7 +54,7 @@ def _make_mode(record: list[dict[str, Any]], tracker):
             if handled:
                 return value
             name = func._overloadpacket.__name__
-            if func.is_view or name in _ALIASES:
+            if func.is_view or name in ALIAS_OPS:
                 return func(*args, **kwargs)
             if self.in_family:
                 # the family's own range (record_function) dispatches profiler ops: not the call's
@@ -75,8 +74,6 @@ def _make_family_mode(record: list[dict[str, Any]], tracker, numbering):
     call that dispatched no op (dropout in eval mode) leaves no record, as it leaves no row."""
     import torch
     from torch.overrides import TorchFunctionMode
-
-    from .opcounts import family_functions
 
     families = family_functions()
 
@@ -112,8 +109,6 @@ def profile_reference(fn: Callable[[], Any], model: Any, device: int, flush: Cal
     def ranges() -> tuple[list[dict[str, Any]], tuple[Any, ...]]:
         # Made inside the profiled run's guard, as before the move: a mode that cannot be made is
         # the profiler's error, and the timing stands.
-        from .opcounts import ModuleTracker
-
         record: list[dict[str, Any]] = []
         tracker = ModuleTracker(model)
         mode = _make_mode(record, tracker)

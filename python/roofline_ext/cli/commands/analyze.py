@@ -26,21 +26,35 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ...device import status
 from ...errors import UserError
-from ...model.floors import ROOF_NAMES
+from ...measure.timing import DEFAULT_MAX_TIME_S, DEFAULT_PRECISION
+from ...measure.timing_record import TimingReply, TimingStats
 from ...model.assess import TaskResult
+from ...model.energy import EnergyCosts
+from ...model.floors import ROOF_NAMES
 from ...model.gpu import GpuChoice, resolve_gpu
+from ...model.profiled import l2_figure
 from ...model.verdict import JUDGE_MODES, Verdict, verdict_text
+from ...peaks.cache import cache_dir
 from ...peaks.units import TASK_DTYPES, UNIT, task_dtype_name
+from ...report.charts import check_path, load_matplotlib, plot_task
+from ...report.energy_chart import plot_energy_roofline, task_points
+from ...report.ops_chart import plot_ops
+from ...report.ops_table import ops_report
 from ...report.outputs import check_outputs
 from ...report.progress import Progress
 from ...report.summary import BatchWriter, batch_summary, summary_table
+from ...report.text import describe
 from ...report.writers import dumps, public, summarize, write_atomic
-from ...measure.timing import DEFAULT_MAX_TIME_S, DEFAULT_PRECISION
-from ...measure.timing_record import TimingReply, TimingStats
 from ...runner.analyze import REGIMES, calibration_for, measured_peaks_for
 from ...runner.batch import (DEFAULT_COUNT_TIMEOUT_S, DEFAULT_TIME_TIMEOUT_S, ISOLATIONS, BatchOptions, TaskFailed,
                              TimingOptions, run_batch, run_tasks)
+from ...runner.candidates import Candidate, match_candidates
+from ...runner.pool import supported
+from ...runner.server_start import discard_early, start_early
+from ...tasks.counting import require_torch
+from ...tasks.loading import find_task_files
 
 DTYPES = tuple(TASK_DTYPES)
 
@@ -156,8 +170,6 @@ def _fix_json_target(args: argparse.Namespace) -> None:
 def task_paths(targets: list[str]) -> tuple[list[Path], bool]:
     """The task files the targets name (folders expanded, each file once) and whether this is a
     batch (a folder or several files); a one-line ``UserError`` for a target that is neither."""
-    from ...tasks.loading import find_task_files
-
     paths: list[Path] = []
     batch = False
     for t in targets:
@@ -183,8 +195,6 @@ def task_paths(targets: list[str]) -> tuple[list[Path], bool]:
 def _check_output_paths(args: argparse.Namespace, paths: list[Path]) -> None:
     """Every output path, before any work: never a device, FIFO or folder, never an input of this
     run (a task, the candidate, a cached calibration), never the same file twice."""
-    from ...peaks.cache import cache_dir
-
     cache = cache_dir()
     cached = sorted(cache.glob("calibration-*.json")) if cache.is_dir() else []
     json_file = args.json  # "-" is stdout: check_outputs refuses a second output there (--csv -)
@@ -202,15 +212,11 @@ def run(args: argparse.Namespace) -> int:
         args.time = True
     _check_run_options(args, paths, batch)
     _check_output_paths(args, paths)
-    from ...runner.server_start import discard_early
-
     try:
         _start_pool_early(args, paths)
         gpu = resolve_gpu(args.gpu)
         if args.time:
-            from ...device.status import require_measurement
-
-            require_measurement(args.device)  # exit 3 with the reason, before any task runs
+            status.require_measurement(args.device)  # exit 3 with the reason, before any task runs
         _need_torch(args)
         if gpu.note:
             print(f"roofline-ext: note: {gpu.note}", file=sys.stderr)
@@ -228,9 +234,6 @@ def _start_pool_early(args: argparse.Namespace, paths: list[Path]) -> None:
     server's environment, which the pool makes) or where the pool cannot run."""
     import importlib.util
 
-    from ...runner.pool import supported
-    from ...runner.server_start import start_early
-
     if args.isolation == "process" or args.compile or not supported() or importlib.util.find_spec("torch") is None:
         return
     start_early(warm_up=len(paths) > 1)  # as run_batch's pool: a batch's server counts a warm-up task
@@ -240,8 +243,6 @@ def _need_torch(args: argparse.Namespace) -> None:
     """Without torch no task can be counted: say so once, up front. The pool's workers import it,
     so this process only checks that it is there."""
     import importlib.util
-
-    from ...tasks.counting import require_torch
 
     if args.isolation == "process" or importlib.util.find_spec("torch") is None:
         require_torch()
@@ -264,8 +265,6 @@ def _check_run_options(args: argparse.Namespace, paths: list[Path], batch: bool)
     if args.energy_plot is not None:
         if not args.energy_costs:
             raise UserError("--energy-plot needs --energy-costs FILE (the costs its lines are drawn from)")
-        from ...report.charts import check_path, load_matplotlib
-
         check_path(args.energy_plot)
         load_matplotlib()  # installed? Known now, not after the measuring
     for flag, value, least in (("--trials", args.trials, 1), ("--jobs", args.jobs, 1),
@@ -285,8 +284,6 @@ def _check_run_options(args: argparse.Namespace, paths: list[Path], batch: bool)
     if args.plot is not None:
         if batch:
             raise UserError("--plot takes one task file, not a batch")
-        from ...report.charts import check_path, load_matplotlib
-
         check_path(args.plot)
         load_matplotlib()  # installed? Known now, not after the analysis
 
@@ -295,8 +292,6 @@ def _candidates(args: argparse.Namespace, paths: list[Path]):
     """task -> its candidates from ``--new``, or None (each task's own ModelNew)."""
     if not args.new:
         return None
-    from ...runner.candidates import Candidate, match_candidates
-
     new = Path(args.new)
     if not new.is_dir():
         return {paths[0]: [Candidate(new)]}
@@ -320,8 +315,6 @@ def _options(args: argparse.Namespace, gpu: GpuChoice, paths: list[Path]) -> Bat
                                timeout_s=args.timeout or DEFAULT_TIME_TIMEOUT_S, energy=args.energy)
     l2 = None
     if args.ops and args.time:
-        from ...model.profiled import l2_figure
-
         l2 = l2_figure(calibration_for(gpu), args.regime)
     return BatchOptions(dtype=args.dtype, regime=args.regime, strict_fp32=args.strict_fp32,
                         measured=_measured_peaks_for(gpu, args.regime), jobs=args.jobs,
@@ -337,8 +330,6 @@ def _energy_costs(path: str | None) -> Any:
     if path is None:
         return None
     import json
-
-    from ...model.energy import EnergyCosts
 
     try:
         doc = json.loads(Path(path).read_text())
@@ -360,8 +351,6 @@ def _energy_plot(args: argparse.Namespace, results: Sequence[Mapping[str, Any]],
     it; the tasks that could not be placed are said on stderr, one line each."""
     if args.energy_plot is None:
         return
-    from ...report.energy_chart import plot_energy_roofline, task_points
-
     points, left_out = task_points(results)
     for line in left_out:
         print(f"roofline-ext: note: not on the energy chart: {line}", file=sys.stderr)
@@ -384,12 +373,8 @@ def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
         # computed the floors with, carried on the result (the chart looks no peaks up).
         roofs = typed.roof_set
         if args.ops:
-            from ...report.ops_chart import plot_ops
-
             written = plot_ops(public(result), args.plot, roofs=roofs)
         else:
-            from ...report.charts import plot_task
-
             written = plot_task(public(result), args.plot, roofs=roofs)
         print(f"roofline-ext: chart written to {written}", file=sys.stderr)
     if args.csv:
@@ -407,8 +392,6 @@ def _run_one(args: argparse.Namespace, target: Path, gpu: GpuChoice) -> int:
     if args.csv != "-":
         print(_text_report(result, gpu, typed))
     if args.ops:
-        from ...report.ops_table import ops_report
-
         print("\n" + ops_report(public(result)))
     return 1 if failed else 0
 
@@ -474,8 +457,6 @@ def _peak(value: float | None) -> str:
 
 
 def _text_report(result: Mapping[str, Any], gpu: GpuChoice, typed: TaskResult) -> str:
-    from ...report.text import describe
-
     lines = [describe(typed.roofline_dict(), gpu.name, why_none=typed.no_roofline), ""]
     model_note = " (also defines ModelNew; the floor is the reference Model's)" if result["has_model_new"] else ""
 

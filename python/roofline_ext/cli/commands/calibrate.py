@@ -18,7 +18,13 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from ...errors import UserError
+from ...device import listing, status
+from ...errors import GpuUnavailableError, UserError
+from ...peaks.cache import cache_dir, list_cached, load, save
+from ...peaks.units import PEAK_KEYS, peak_label
+from ...report.calibration_table import energy_notes, energy_rows, summary_rows, sustained_hbm_patterns
+from ...report.charts import check_path, load_matplotlib, plot_calibration
+from ...report.outputs import check_outputs
 from ...report.writers import dumps
 
 
@@ -90,8 +96,6 @@ def _check_plot(plot: str | None) -> Path | None:
     or a missing matplotlib must not be found out after minutes of calibration."""
     if plot is None:
         return None
-    from ...report.charts import check_path, load_matplotlib
-
     _check_outputs({"--plot": plot})
     base = check_path(plot)
     load_matplotlib()
@@ -101,9 +105,6 @@ def _check_plot(plot: str | None) -> Path | None:
 def _check_outputs(outputs: Mapping[str, Any]) -> None:
     """Outputs by the rules of report/outputs.py; the cached calibrations are files this run
     reads, so a chart never lands on one."""
-    from ...peaks.cache import cache_dir
-    from ...report.outputs import check_outputs
-
     cache = cache_dir()
     check_outputs(outputs, reads=sorted(cache.glob("calibration-*.json")) if cache.is_dir() else [])
 
@@ -128,20 +129,15 @@ def device_index(spec: str, flag: str = "--device") -> int:
 
 
 def _device_indices(spec: str) -> list[int]:
-    from ...device.status import availability, require_measurement
-    from ...device.listing import devices
-
     spec = str(spec).strip().lower()
     if spec == "all":
-        require_measurement(0)  # raises GpuUnavailableError (exit 3) with the reason
-        found = sorted(d.index for d in devices() if d.index is not None and d.can_measure)
+        status.require_measurement(0)  # raises GpuUnavailableError (exit 3) with the reason
+        found = sorted(d.index for d in listing.devices() if d.index is not None and d.can_measure)
         if not found:
-            from ...errors import GpuUnavailableError
-
-            raise GpuUnavailableError(availability())
+            raise GpuUnavailableError(status.availability())
         return found
     index = device_index(spec)
-    require_measurement(index)
+    status.require_measurement(index)
     return [index]
 
 
@@ -199,8 +195,6 @@ def print_calibration(cal: Mapping[str, Any], console=None) -> None:
     """The readable table of one calibration (also used by ``--show``)."""
     from rich.table import Table
 
-    from ...report.calibration_table import summary_rows, sustained_hbm_patterns
-
     console = console or make_console()
     gpu = cal.get("gpu") or {}
     when = str(cal.get("date", "?"))[:16].replace("T", " ")
@@ -257,8 +251,6 @@ def _print_energy(cal: Mapping[str, Any], console: Any) -> None:
     made before calibration measured energy."""
     from rich.table import Table
 
-    from ...report.calibration_table import energy_notes, energy_rows
-
     rows = energy_rows(cal)
     if rows:
         table = Table(title="Energy per unit of work (sustained phase, above idle)", title_justify="left")
@@ -276,8 +268,6 @@ def _print_energy(cal: Mapping[str, Any], console: Any) -> None:
 
 def _spread(cals: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per peak key: each GPU's burst figure, min, max and spread = (max - min) / max."""
-    from ...peaks.units import PEAK_KEYS
-
     out: dict[str, dict[str, Any]] = {}
     for key in PEAK_KEYS:
         values = {str(c["gpu"].get("index")): c["peaks"]["burst"].get(key) for c in cals}
@@ -292,8 +282,6 @@ def _spread(cals: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def print_spread(cals: Sequence[Mapping[str, Any]], console=None) -> None:
     from rich.table import Table
-
-    from ...peaks.units import PEAK_KEYS, peak_label
 
     console = console or make_console()
     spread = _spread(cals)
@@ -320,8 +308,6 @@ def print_spread(cals: Sequence[Mapping[str, Any]], console=None) -> None:
 # --- the command --------------------------------------------------------------------------------
 
 def _show(args: argparse.Namespace) -> int:
-    from ...peaks.cache import cache_dir, list_cached
-
     base = _check_plot(args.plot)
     with _warnings_to_stderr():
         cals = list_cached()
@@ -338,8 +324,6 @@ def _show(args: argparse.Namespace) -> int:
     if base is not None:
         if not cals:
             raise UserError("--plot: no cached calibration to draw")
-        from ...report.charts import plot_calibration
-
         path = plot_calibration(cals[0], base)
         print(f"roofline-ext: chart of the calibration of {cals[0]['gpu'].get('name')} written to {path}",
               file=sys.stderr)
@@ -349,8 +333,8 @@ def _show(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.show:
         return _show(args)
+    # Lazy: what only this command runs stays out of --help and the other commands (LAZY_ALLOWED).
     from ...calibration.pipeline import DEFAULT_SUSTAINED_S, FULL_BUDGET_S, calibrate
-    from ...peaks.cache import load, save
 
     sustained_s = DEFAULT_SUSTAINED_S if args.sustained is None else args.sustained
     if not (math.isfinite(sustained_s) and sustained_s >= 0):  # NaN and infinity too
@@ -393,8 +377,6 @@ def run(args: argparse.Namespace) -> int:
                     print(f"roofline-ext: note: this quick calibration replaces the full one of "
                           f"{old.get('date', '?')} (and its sustained figures)", file=sys.stderr)
             if index in plots:
-                from ...report.charts import plot_calibration
-
                 print(f"roofline-ext: chart written to {plot_calibration(cal, plots[index])}", file=sys.stderr)
 
     if args.json:

@@ -10,6 +10,12 @@ from __future__ import annotations
 import argparse
 from typing import Any, Mapping, Literal
 
+from ...check.tolerances import parse_tolerances
+from ...report.check_table import CheckProgressBar, metric_rows, situation_line, state_rows
+from ...report.outputs import check_outputs
+from ...report.writers import emit_json
+from .calibrate import device_index, make_console
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -38,8 +44,6 @@ def _print_device(d: Mapping[str, Any], console: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from ...report.check_table import metric_rows, situation_line, state_rows
-
     title = f"GPU {d.get('index')}: {d.get('name')} [{d.get('uuid')}]: {d.get('verdict')}"
     table = Table(title=escape(title), title_justify="left")
     columns: tuple[tuple[str, Literal["left", "right"]], ...] = (
@@ -67,8 +71,6 @@ def _print_device(d: Mapping[str, Any], console: Any) -> None:
 
 
 def _print(doc: Mapping[str, Any]) -> None:
-    from .calibrate import make_console
-
     console = make_console()
     for d in doc.get("devices") or []:
         _print_device(d, console)
@@ -80,19 +82,13 @@ def _verdict_line(doc: Mapping[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Lazy: what only this command runs stays out of --help and the other commands (LAZY_ALLOWED).
     from ...check.run import run_check_safely
-    from ...check.tolerances import parse_tolerances
-    from ...report.outputs import check_outputs
-    from ...report.writers import emit_json
 
     tolerances = parse_tolerances(args.tolerance)
     if str(args.device).strip().lower() != "all":
-        from .calibrate import device_index
-
         device_index(args.device)  # a bad index is bad input (exit 2), said before any GPU is probed
     out = check_outputs({"-o": args.output}).get("-o")
-    from ...report.check_table import CheckProgressBar
-
     with CheckProgressBar(enabled=not (args.json or args.quiet or args.no_progress)) as progress:
         report = run_check_safely(args.device, tolerances=tolerances, progress=progress, strict=args.strict)
     doc = report.to_dict()

@@ -13,7 +13,12 @@ import math
 from pathlib import Path
 from typing import Any, Mapping
 
+from ...check.tolerances import parse_tolerances
 from ...errors import UserError
+from ...report.fleet_table import gpu_rows, sku_rows
+from ...report.outputs import check_outputs
+from ...report.writers import emit_json
+from .calibrate import make_console
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,9 +43,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _print(doc: Mapping[str, Any]) -> None:
     from rich.markup import escape
     from rich.table import Table
-
-    from ...report.fleet_table import gpu_rows, sku_rows
-    from .calibrate import make_console
 
     console = make_console()
     summary = doc["summary"]
@@ -68,13 +70,9 @@ def _print(doc: Mapping[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Lazy: what only this command runs stays out of --help and the other commands (LAZY_ALLOWED).
     from ...check.stragglers import DEFAULT_STRAGGLER_FRACTION
-    from ...check.tolerances import parse_tolerances
-    from ...report.outputs import check_outputs
-    from ...report.writers import emit_json
-    from ...runner.fleet import DEFAULT_TASK_TIMEOUT_S, fleet_from_dir, run_fleet
-
-    from ...runner.fleet import check_address
+    from ...runner.fleet import DEFAULT_TASK_TIMEOUT_S, check_address, fleet_from_dir, run_fleet
 
     parse_tolerances(args.tolerance)  # refuse a bad one here, not on every worker
     fraction = DEFAULT_STRAGGLER_FRACTION if args.straggler_fraction is None else args.straggler_fraction

@@ -13,7 +13,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..._version import __version__
 from ...errors import UserError
+from ...inputs import read_json
+from ...model.gpu import GpuChoice
+from ...peaks.cache import measured_peaks_of
+from ...peaks.datasheet import all_skus, known_names, lookup
+from ...peaks.derived import derived_peaks, derived_peaks_for_device
+from ...report.floors_table import FloorGpu, floor_rows, table_document, to_csv, to_json
+from ...report.outputs import check_outputs, write_text
+from ...report.progress import Progress
+from ...runner.batch import BatchOptions, run_batch
+from ...tasks.counting import COUNTING_RULES
+from .analyze import task_paths
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,19 +52,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def counter_version() -> str:
     """The package version and the counting rules' version: what a table names as its maker."""
-    from ..._version import __version__
-    from ...tasks.counting import COUNTING_RULES
-
     return f"{__version__}+rules.{COUNTING_RULES}"
 
 
 def _gpus(name: str, calibrations: list[Any], regime: str) -> list[Any]:
     """The GPU columns: every SKU (``all``) or the one named; each calibration's measured (and its
     card's derived) peaks go onto the SKU it was made on."""
-    from ...peaks.cache import measured_peaks_of
-    from ...peaks.datasheet import all_skus, known_names, lookup
-    from ...report.floors_table import FloorGpu
-
     if name.strip().lower() == "all":
         skus = list(all_skus())
     else:
@@ -79,8 +84,6 @@ def _gpus(name: str, calibrations: list[Any], regime: str) -> list[Any]:
 
 def _card_derived(gpu: dict[str, Any]) -> Any | None:
     """Derived peaks of the calibrated card, from the attributes its calibration recorded."""
-    from ...peaks.derived import derived_peaks_for_device
-
     cc = str(gpu.get("compute_capability") or "")
     if "." not in cc:
         return None
@@ -92,8 +95,6 @@ def _sheet_derived(sheet: Any) -> Any | None:
     """Derived peaks of a SKU without a card: its SMs at the highest clock its datasheet gives (the
     per-clock rates of its architecture, GeForce halving where it applies); no memory clock, so the
     derived roof's bandwidth is the datasheet's."""
-    from ...peaks.derived import derived_peaks
-
     clock = max(c for c in (sheet.boost_clock_mhz, sheet.simt_clock_mhz, 0) if c is not None)
     if not sheet.sm_count or not clock:
         return None
@@ -103,14 +104,6 @@ def _sheet_derived(sheet: Any) -> Any | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ...inputs import read_json
-    from ...model.gpu import GpuChoice
-    from ...report.floors_table import floor_rows, table_document, to_csv, to_json
-    from ...report.outputs import check_outputs, write_text
-    from ...report.progress import Progress
-    from ...runner.batch import BatchOptions, run_batch
-    from .analyze import task_paths
-
     paths, _ = task_paths(args.targets)
     calibrations = [(p, read_json(p)) for p in args.calibration]
     outputs = check_outputs({"--json": args.json, "--csv": args.csv if (args.csv or args.json) else "-"},

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import sys
 
-from ...device.status import Reason, availability
+from ..._version import __version__
 from ...device.listing import Device, devices
+from ...device import native as device_native
+from ...device.status import Reason, availability
 
 EXIT_NO_GPU = 3  # documented in the README and cli.py
 
@@ -61,13 +63,11 @@ def _build(devs: list) -> tuple[dict, str]:
     """What this build can do, as JSON and as the first line: whether its CUDA part was compiled in
     decides whether it can measure anything at all, GPU or no GPU. With a GPU listed, the
     availability message (printed after it) says what that means for this GPU."""
-    from ..._version import __version__
-    from ...device.native import core_or_none, import_error
-
-    native = core_or_none()
+    native = device_native.core_or_none()
     if native is None:
-        build = {"native_core": False, "cuda_compiled": False, "can_measure": False, "error": import_error()}
-        return build, (f"roofline-ext {__version__}; native core not importable ({import_error()}): this "
+        build = {"native_core": False, "cuda_compiled": False, "can_measure": False,
+                 "error": device_native.import_error()}
+        return build, (f"roofline-ext {__version__}; native core not importable ({device_native.import_error()}): this "
                        "build cannot measure; reinstall with 'pip install .'")
     build = dict(native.build_info(), native_core=True)
     build["can_measure"] = bool(build.get("cuda_compiled"))
@@ -81,8 +81,6 @@ def _build(devs: list) -> tuple[dict, str]:
 
 
 def run(args) -> int:
-    from ..._version import __version__
-
     avail = availability()
     devs = devices()
     build, build_line = _build(devs)

@@ -25,6 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Lazy: what only this command runs stays out of --help and the other commands (LAZY_ALLOWED).
     from ...report.html import MAX_BYTES, build_report
 
     path, size = build_report(args.inputs, args.output)
