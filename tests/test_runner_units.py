@@ -183,6 +183,10 @@ def test_a_batch_shows_its_tasks_on_the_bar_the_caller_makes(tmp_path):
     assert seen == [("made", 2), "entered", ("start", "a.py"), ("advance", "a.py"),
                     ("start", "b.py"), ("advance", "b.py"), "left"]
     assert len(assess_batch(paths, fails)) == 2  # no bar given: none shown
+    # The flag the runner took before issue 25: False still means no bar; True says what to pass.
+    assert len(assess_batch(paths, fails, progress=False)) == 2
+    with pytest.raises(TypeError, match="factory"):
+        assess_batch(paths, fails, progress=True)
 
 
 def test_the_runner_imports_nothing_of_the_report():

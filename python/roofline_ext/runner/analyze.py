@@ -293,6 +293,11 @@ def _each_task(paths: Iterable[str | os.PathLike], analyze: Callable[[Path], R],
                progress: ProgressFactory | None, debug: bool) -> list[R]:
     """The in-process loop: each task analyzed, a failure its error result, each result named
     (``named``: its name in the batch, and handed on) as soon as it exists."""
+    if isinstance(progress, bool):  # the runner took a flag until issue 25 and built the bar itself
+        if progress:
+            raise TypeError("progress takes a factory (e.g. roofline_ext.report.progress.Progress) or None, "
+                            "not True: the runner no longer imports the report to build a bar itself")
+        progress = None
     task_paths = [Path(p) for p in paths]
     results: list[R] = []
     names = task_names(task_paths)  # a folder of folders: "level1/19_ReLU"
