@@ -172,3 +172,17 @@ def test_the_runner_turns_a_bad_reply_into_the_tasks_failure_and_a_bad_candidate
                                        "candidate_timing": {"median_ms": "fast"}})
     assert rec.status == "error" and rec.error_kind == "error"
     assert "candidate_timing.median_ms is 'fast', not a number" in (rec.error or "")
+
+
+def test_a_references_card_and_host_state_are_typed_and_checked():
+    ref = {"median_ms": 1.2, "trials": 300, "stopped": "precision",
+           "telemetry": {"samples": 9, "sm_clock_mhz": {"min": 1965, "median": 1980.0, "max": 1980},
+                         "slowdown": ["sw_power_cap"]},
+           "host": {"pace_us": 212.5, "load_1m": 0.4}}
+    s = TimingStats.from_dict(ref)
+    assert s.sm_clock_mhz == 1980.0 and s.host_pace_us == 212.5 and not s.extra
+    assert s.to_dict() == ref and list(s.to_dict()) == list(ref)
+    bare = TimingStats.from_dict({"median_ms": 1.0})  # a candidate's, or one from before 2026-12-06
+    assert bare.sm_clock_mhz is None and bare.host_pace_us is None
+    with pytest.raises(TimingReplyError, match=r"telemetry is 'fast', not an object"):
+        TimingStats.from_dict({"median_ms": 1.0, "telemetry": "fast"})

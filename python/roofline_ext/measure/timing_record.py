@@ -211,13 +211,17 @@ class TimingStats(_Keyed):
     stopped: str | None = None
     timer_step_ms: float | None = None
     timed_s: float | None = None  # the timed trials' wall seconds: an adaptive series only
+    # A reference's series since 2026-12-06 (measure/task_timing.py): the card over it (NVML summary:
+    # clocks, power, temperature min/median/max, reasons; or {"error": why}) and the host just before.
+    telemetry: Mapping[str, Any] | None = None
+    host: Mapping[str, Any] | None = None
 
     SPEC: ClassVar[Mapping[str, _Key]] = {
         "median_ms": _NUM, "mean_ms": _NUM, "best_ms": _NUM, "p10_ms": _NUM, "p90_ms": _NUM, "cv": _NUM,
         "trials": _INT, "warmup": _INT, "mode": _Key((str,), values=MODES), "confidence": _NUM,
         "ci_low_ms": _NUM_OR_NULL, "ci_high_ms": _NUM_OR_NULL, "ci_rel": _NUM_OR_NULL, "precision": _NUM,
         "precision_reached": _Key((bool,)), "stopped": _Key((str,), values=STOPS),
-        "timer_step_ms": _NUM_OR_NULL, "timed_s": _NUM,
+        "timer_step_ms": _NUM_OR_NULL, "timed_s": _NUM, "telemetry": _OBJ_OR_NULL, "host": _OBJ_OR_NULL,
     }
     # A series without its median is no timing; the other keys came over versions (and the runner's
     # test stand-ins write fewer), so they are held to their types where present.
@@ -243,6 +247,16 @@ class TimingStats(_Keyed):
         if isinstance(doc, TimingStats):
             return doc
         return cls._parse(doc, "", False, ()) if isinstance(doc, Mapping) else None
+
+    @property
+    def sm_clock_mhz(self) -> float | None:
+        """The median SM clock over the series, where the card was read."""
+        return ((self.telemetry or {}).get("sm_clock_mhz") or {}).get("median")
+
+    @property
+    def host_pace_us(self) -> float | None:
+        """The host's pace just before the series (a fixed Python loop's median us), where read."""
+        return (self.host or {}).get("pace_us")
 
     @property
     def has_interval(self) -> bool:
