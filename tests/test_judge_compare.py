@@ -636,3 +636,42 @@ def test_a_harness_walk_from_a_thread_that_ended_is_still_seen():
     t.start()
     t.join()
     assert any("gc.get_objects" in c for c in guard.check("now"))
+
+
+def test_a_replay_gap_is_named_by_the_all_stream_measure_when_that_sees_the_missing_work(monkeypatch):
+    # Checked calls far slower than the timed ones: a replay, or work the events do not see (another
+    # stream), which makes the timed calls look fast as well. Seen on an H100 (2026-12-06): 1 ms of
+    # side-stream sleep read 0.18 ms checked, 0.064 ms timed, and was called a replay. The
+    # all-stream measure speaks first; the replay verdict stands only where it finds nothing.
+    from roofline_ext.judge.guard import Guard
+    from roofline_ext.judge.protocol import Judge
+
+    def judge_with(all_streams_ok):
+        ref = torch.nn.Identity()
+        judge = Judge(Guard.take(ref, ()), ref, _inputs, lambda f, what, phase, *a: f(*a), 1e-4)
+        asked = []
+
+        def all_streams(candidate, args, event_ms, device):
+            asked.append((event_ms, device))
+            if not all_streams_ok:
+                judge._invalid("all-streams", "the GPU works 1.06 ms per call on 2 stream(s)")
+            return all_streams_ok
+
+        monkeypatch.setattr(judge, "all_streams", all_streams)
+        return judge, asked
+
+    timing = {"median_ms": 0.064, "p90_ms": 0.07}
+    unseen, asked = judge_with(all_streams_ok=False)
+    unseen._replay_or_unseen(None, [], "replayed", [0.18, 0.19], timing, device=0)
+    j = unseen.judgement()
+    assert (j.verdict.value, j.defence, asked) == ("invalid", "all-streams", [(0.064, 0)])
+    assert j.evidence["replay_suspect"]["checked_ms"] == [0.18, 0.19]
+
+    replay, asked = judge_with(all_streams_ok=True)
+    replay._replay_or_unseen(None, [], "replayed", [0.18, 0.19], timing, device=0)
+    j = replay.judgement()
+    assert (j.verdict.value, j.defence, j.reason, len(asked)) == ("invalid", "timed-output", "replayed", 1)
+
+    cpu, asked = judge_with(all_streams_ok=False)  # no CUDA device: nothing to measure streams with
+    cpu._replay_or_unseen(None, [], "replayed", [0.18, 0.19], timing, device=None)
+    assert (cpu.judgement().defence, asked) == ("timed-output", [])

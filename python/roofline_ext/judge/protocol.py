@@ -256,9 +256,11 @@ class Judge:
     # --- the timed loop ----------------------------------------------------------------------------
 
     def timed(self, candidate: Any, args: list[Any], time_fn: Callable[..., dict[str, Any]], *, trials: int,
-              warmup: int, flush: Callable[[], None]) -> dict[str, Any] | None:
+              warmup: int, flush: Callable[[], None], device: int | None = None) -> dict[str, Any] | None:
         """Time ``candidate(*args)`` with ``time_fn(fn, before=...)``, two trials of it checked on fresh
-        inputs; None when a defence fired before or during the timing."""
+        inputs; None when a defence fired before or during the timing. ``device`` (a CUDA index):
+        checked calls far slower than the timed ones are first held to the all-stream measure
+        (:meth:`_replay_or_unseen`), so the verdict names the cause the evidence shows."""
         if not self._guarded("before timing"):
             return None
         picks = secrets.SystemRandom().sample(range(warmup, warmup + trials), min(TIMED_CHECKS, trials))
@@ -317,10 +319,26 @@ class Judge:
         checked = [c.events[0].elapsed_time(c.events[1]) for c in captured if c.events is not None]
         replay = replay_evidence(checked, timing)
         if replay is not None:
-            self._invalid("timed-output", replay, checked_ms=checked, p90_ms=timing.get("p90_ms"),
-                          median_ms=timing.get("median_ms"))
+            self._replay_or_unseen(candidate, args, replay, checked, timing, device)
             return None
         return timing
+
+    def _replay_or_unseen(self, candidate: Any, args: list[Any], replay: str, checked: list[float],
+                          timing: dict[str, Any], device: int | None) -> None:
+        """Checked calls far slower than the timed calls' median: invalid either way, but for which
+        reason? Work the timing events do not see (another stream) makes the timed calls look fast
+        just as a replay does, and a checked call, which starts on an idle GPU, also times the host's
+        launches that the loop hides behind the flush. Seen on an H100 (2026-12-06): a candidate
+        sleeping 1 ms on a side stream read 0.18 ms checked against 0.064 ms timed and was called a
+        replay. The all-stream measure sees such work directly, so it speaks first; the replay
+        verdict stands where it finds every call's work inside the events."""
+        suspect = {"reason": replay, "checked_ms": checked, "median_ms": timing.get("median_ms"),
+                   "p90_ms": timing.get("p90_ms")}
+        self.evidence["replay_suspect"] = suspect  # in the verdict's evidence whichever defence names it
+        if device is not None and not self.all_streams(candidate, args, timing["median_ms"], device):
+            return
+        self._invalid("timed-output", replay, checked_ms=checked, p90_ms=timing.get("p90_ms"),
+                      median_ms=timing.get("median_ms"))
 
     def _prepare(self, kind: str, trial: int, args: list[Any], k: int, state: dict[str, Any]) -> _Captured:
         seed = self.seed + k

@@ -93,7 +93,8 @@ def timed_and_seen(judge, candidate, args, time_fn, trials: Trials, warmup: int,
 
     ``judge`` is the candidate's :class:`~roofline_ext.judge.protocol.Judge` (passed in: the judge
     sits above this layer); ``time_fn(fn, before)`` times ``fn`` with ``before`` run before each trial."""
-    timing = judge.timed(candidate, args, time_fn, trials=fewest_trials(trials), warmup=warmup, flush=flush)
+    timing = judge.timed(candidate, args, time_fn, trials=fewest_trials(trials), warmup=warmup, flush=flush,
+                         device=device)
     if timing is not None and judge.new_values(candidate, args, timing["median_ms"], flush):
         judge.all_streams(candidate, args, timing["median_ms"], device)
     if energy and timing is not None and judge.judgement().scored:
