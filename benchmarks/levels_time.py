@@ -145,7 +145,8 @@ def card_states(doc: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
             out[str(row.get("task") or row.get("path"))] = {
                 "sm_mhz": sm, "temp_c": (tel.get("temperature_c") or {}).get("median"),
                 "slowdown": list(tel.get("slowdown") or []),
-                "host_pace_us": (ref.get("host") or {}).get("pace_us")}  # since 2026-12-06 (session 16)
+                "host_pace_us": (ref.get("host") or {}).get("pace_us"),  # since 2026-12-06 (session 16)
+                "host_pace_after_us": (ref.get("host") or {}).get("pace_after_us")}  # since session 17
     return out
 
 

@@ -315,7 +315,7 @@ def test_the_judge_gets_the_minimum_when_adaptive():
     seen = {}
 
     class Judge:
-        def timed(self, candidate, args, time_fn, *, trials, warmup, flush):
+        def timed(self, candidate, args, time_fn, *, trials, warmup, flush, device=None):
             seen.update(trials=trials, warmup=warmup)
             return None  # as after a defence fired: no all-stream measure follows
 

@@ -131,6 +131,9 @@ def test_known_floor_task_fraction_between_0_and_1(tmp_path):
     sm = tel["sm_clock_mhz"]
     assert 100 <= sm["min"] <= sm["median"] <= sm["max"] <= (d.max_sm_clock_mhz or 5000), (sm, d)
     assert 0 < tel["power_w"]["median"] <= (d.power_limit_w or 2000) * 1.2, tel
+    # The host's pace before and after the series: a loop of some microseconds, not zero, not seconds.
+    host = r["reference"]["host"]
+    assert 1.0 < host["pace_us"] < 1e6 and 1.0 < host["pace_after_us"] < 1e6, host
 
 
 @pytest.mark.gpu

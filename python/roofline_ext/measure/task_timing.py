@@ -61,11 +61,15 @@ def time_reference_call(fn: Callable[[], Any], device: int, trials: Trials, warm
     (``telemetry``: min/median/max and the reasons seen, or ``{"error": why}`` where NVML could not
     read the card), as every measurement records them (docs/measuring.md): a reference that moves
     between two runs is then told apart from a card that ran slower in one of them; the host's pace
-    just before it (``host``, :func:`host_pace`) tells a slower host apart."""
+    just before it (``host``, :func:`host_pace`) tells a slower host apart, and its pace just after
+    (``host.pace_after_us``) a host that changed speed during the series: a launch-bound reference
+    read 73% slower in one adaptive run than in a fixed one with a pace before only 15% apart (H100,
+    2026-12-06, docs/runner.md), as a host that speeds up under its own sustained load would."""
     host = host_pace()
     with sampling(device, interval_ms=TELEMETRY_INTERVAL_MS) as tel:
         timing = time_call(fn, device, trials, warmup, flush, DEFAULT_WARMUP_S)
     summary = tel.summary()
+    host["pace_after_us"] = host_pace()["pace_us"]
     return {**timing, "telemetry": summary if summary is not None else {"error": tel.error}, "host": host}
 
 
