@@ -7,7 +7,7 @@
 // configurations and which figure counts as "the peak" is policy and lives in Python
 // (python/roofline_ext/measure/bandwidth.py).
 //
-// The implementation is split by concern over bandwidth*.cu; bandwidth.cu's header lists the files.
+// The implementation is split by concern over bandwidth*.cu and bandwidth*.cpp; bandwidth.cpp's header lists the files.
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,6 @@
-// The bandwidth family's shared host side (include from .cu files only): the pattern table's row and
-// the helpers every pattern's run_* goes through to check its configurations, size its grids and
-// buffers, fill them, and time and verify each configuration. Defined in bandwidth.cu unless said
-// otherwise.
+// The bandwidth family's shared host side: the pattern table's row and the helpers every pattern's
+// run_* goes through to check its configurations, size its grids and buffers, fill them, and time
+// and verify each configuration. Defined in bandwidth.cpp unless said otherwise.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -1,7 +1,7 @@
 // The HBM streaming patterns: the read, write, copy and triad kernels, the copy engines that may
 // stand in for copy's kernel (cp.async.bulk through shared memory, the driver's memcpy), and
 // run_bandwidth. How work is cut into chunks: bandwidth_kernels.hpp; the data and each pattern's
-// check: bandwidth.cu.
+// check: bandwidth.cpp.
 #include "bandwidth.hpp"
 
 #include <cstddef>

@@ -1,5 +1,5 @@
-// The bandwidth family's device-side building blocks, shared by its translation units (include
-// from .cu files only): the load and store flavours, the fold and fill helpers of every kernel, the
+// The bandwidth family's device-side building blocks, shared by its translation units (the
+// device helpers are seen by nvcc only, the rest by the host files too): the load and store flavours, the fold and fill helpers of every kernel, the
 // instantiation lists (which unrolls and flavours this build carries), the launch arguments, and the
 // one dispatch that turns a configuration's run-time (unroll, load, store) into a kernel
 // instantiation. The kernels themselves live with their pattern: bandwidth_hbm.cu (read, write,
@@ -31,12 +31,16 @@ using ref::word_to_float;
 
 constexpr std::uint32_t kMaxBulkStages = 8;
 
+// The load and store flavours a configuration names (the asm of each is below).
+enum class Ld { Plain, Nc, NcNa, NcNaPf, Cs, Cg };
+enum class St { Plain, Cs };
+
+// The device-side helpers below exist only for nvcc: the host files (bandwidth.cpp,
+// bandwidth_verify.cpp) read the instantiation lists, LaunchArgs and Kernel from this header.
+#if defined(__CUDACC__)
 // ----------------------------------------------------------------------------------------------
 // Load and store flavours. Inline PTX so the access width and cache operators are exactly what
 // the configuration names (check with cuobjdump: LDG.E.128 / STG.E.128).
-
-enum class Ld { Plain, Nc, NcNa, NcNaPf, Cs, Cg };
-enum class St { Plain, Cs };
 
 template <Ld L>
 __device__ __forceinline__ uint4 load16(const uint4* p) {
@@ -115,6 +119,8 @@ __device__ __forceinline__ uint4 fill_vector(std::uint64_t vec, std::uint32_t ke
   return make_uint4(b ^ key, (b + kFillMul) ^ key, (b + 2 * kFillMul) ^ key, (b + 3 * kFillMul) ^ key);
 }
 
+#endif  // defined(__CUDACC__)
+
 // ----------------------------------------------------------------------------------------------
 // Which instantiations this build carries. Every (unroll, load, store) is one kernel per pattern,
 // and the package compiles for many architectures, so it carries what an H200 sweep of every
@@ -167,8 +173,8 @@ inline constexpr StoreName kStoreNames[] = {{St::Plain, "plain"}, {St::Cs, "cs"}
 inline constexpr int kMixUnrolls[] = {1, 2, 4};
 constexpr bool has_mix_unroll(int u) { return contains(kMixUnrolls, u); }
 
-Ld parse_load(const std::string& name);   // bandwidth.cu
-St parse_store(const std::string& name);  // bandwidth.cu
+Ld parse_load(const std::string& name);   // bandwidth.cpp
+St parse_store(const std::string& name);  // bandwidth.cpp
 
 // Everything a launch needs; each pattern uses its part.
 struct LaunchArgs {
@@ -198,7 +204,7 @@ struct Kernel {
 // never loads (stores) is instantiated with the first load (store) flavour only, so the build
 // carries no duplicate kernels.
 
-// What each family is compiled for, apart from its kernels, so the pattern table (bandwidth.cu) reads
+// What each family is compiled for, apart from its kernels, so the pattern table (bandwidth.cpp) reads
 // the same predicates as the family (bandwidth_hbm.cu, bandwidth_mix.cu) that dispatches with them.
 struct ReadTraits {
   static constexpr bool kLoads = true, kStores = false;

@@ -1,8 +1,7 @@
-// Verification of the bandwidth family, shared by its translation units (include from .cu files
-// only): how a pattern's output is checked, the seeds its expected words come from, what checking
+// Verification of the bandwidth family, shared by its translation units: how a pattern's output is checked, the seeds its expected words come from, what checking
 // one configuration needs, and the deliberate fault. What a result reports of its check
 // (Verification) and the fault type (Fault) are every family's, in verification.hpp; the
-// definitions are in bandwidth_verify.cu.
+// definitions are in bandwidth_verify.cpp.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -13,7 +13,7 @@
 #include <vector>
 
 namespace roofline {
-void bind_identity(pybind11::module_& m);   // nvml.cpp / device.cu identity   (module.cpp)
+void bind_identity(pybind11::module_& m);   // nvml.cpp / device.cpp identity   (module.cpp)
 void bind_telemetry(pybind11::module_& m);  // telemetry.cpp sampler           (module.cpp)
 void bind_health(pybind11::module_& m);     // health_bindings.cpp (NVML health, host-only too)
 void bind_judge_audit(pybind11::module_& m);  // judge_audit.cpp (the judge's audit log, host-only too)

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "compute_device.hpp"
 #include "cuda_check.hpp"
 #include "errors.hpp"
 #include "timing.hpp"
@@ -205,11 +206,6 @@ inline Measurement measure(const DeviceFacts& f, Precision p, Path path, const K
 // ---------------------------------------------------------------------------------------------
 // Helpers shared by the families' host code.
 
-// Status word a kernel writes when the binary holds no code for the running GPU's architecture
-// (its body was compiled out by an arch guard): the host then reports "unsupported", never a rate.
-constexpr int kStatusOk = 0;
-constexpr int kStatusNotCompiled = 1;
-
 // A random operand value that is exact in its format, with its bit pattern. Magnitudes span
 // [1/8, 2) for floating formats (varied exponents and full random mantissas, never zeros), so
 // products are exact in double and the host reference has no rounding of its own.
@@ -342,28 +338,6 @@ long long size_iterations(cudaStream_t stream, long long probe, double target_ms
   return probe;
 }
 
-// In-kernel clock probe: thread 0 of every CTA adds its cycles and nanoseconds between the start
-// and the end of its work to probe[0] and probe[1] (two 64-bit atomics per CTA and launch).
-struct ClockProbe {
-  unsigned long long cycles, ns;
-};
-#if defined(__CUDACC__)
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-__device__ __forceinline__ void probe_start(ClockProbe& p) {
-  p.ns = global_ns();
-  p.cycles = clock64();
-}
-__device__ __forceinline__ void probe_stop(const ClockProbe& p, unsigned long long* out) {
-  if (out == nullptr) return;
-  const unsigned long long c = clock64(), t = global_ns();
-  atomicAdd(out, c - p.cycles);
-  atomicAdd(out + 1, t - p.ns);
-}
-#endif
 inline double probe_mhz(const unsigned long long (&host)[2]) {
   return host[1] ? 1e3 * static_cast<double>(host[0]) / static_cast<double>(host[1]) : 0.0;
 }

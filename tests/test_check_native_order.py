@@ -50,8 +50,9 @@ def _top_level_args(text: str) -> list[str]:
 
 def test_the_scan_sees_the_sources():
     names = {p.name for p in SOURCES}
-    assert {"compute_skeleton.hpp", "simt.cu", "tensor_mma.cu", "tensor_wgmma.cu", "bandwidth.cu", "bandwidth_hbm.cu",
-            "bandwidth_l2.cu", "bandwidth_mix.cu", "bandwidth_verify.cu", "smem.cu", "hostlink.cu", "device.hpp"} <= names
+    assert {"compute_skeleton.hpp", "simt.cu", "tensor_mma.cu", "tensor_wgmma.cu", "bandwidth.cpp", "bandwidth_hbm.cu",
+            "bandwidth_l2.cu", "bandwidth_mix.cu", "bandwidth_verify.cpp", "bandwidth_fill.cu", "smem.cu", "hostlink.cpp",
+            "hostlink_kernels.cu", "device.hpp"} <= names
 
 
 @pytest.mark.parametrize("path", [p for p in SOURCES if p != HELPERS], ids=lambda p: p.name)

@@ -1,6 +1,6 @@
 """Achievable memory bandwidth, HBM and L2, measured with the native core's verified kernels.
 
-The core (``csrc/bandwidth.cu``) times and verifies; this module holds the policy:
+The core (``csrc/bandwidth.cpp`` and the ``csrc/bandwidth_*.cu`` kernels) times and verifies; this module holds the policy:
 
 - which buffer size: at least 8x the L2 (4 GiB per buffer by default, the size the reference peers
   were measured at), capped by free memory so that a triad's three buffers fit on small GPUs;

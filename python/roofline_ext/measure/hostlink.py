@@ -1,6 +1,6 @@
 """Host-link bandwidth: pinned host-to-device and device-to-host copies, measured by the core.
 
-The core (``csrc/hostlink.cu``) allocates page-locked host memory, times one ``cudaMemcpyAsync`` per
+The core (``csrc/hostlink.cpp``) allocates page-locked host memory, times one ``cudaMemcpyAsync`` per
 CUDA-event pair and verifies every word that arrived (a device-side checksum for h2d, a host-side
 comparison for d2h). This module holds the policy:
 

@@ -1,5 +1,5 @@
 // Verification of the bandwidth family (bandwidth_verify.hpp): the seeds and expected words, the
-// checksum and spot checks every pattern's row asks for, and the deliberate fault. bandwidth.cu's
+// checksum and spot checks every pattern's row asks for, and the deliberate fault. bandwidth.cpp's
 // header says what each pattern's check compares.
 #include "bandwidth_verify.hpp"
 

@@ -8,6 +8,8 @@
 //   d2h: a kernel fills the device buffer; after the timed copies the host compares every word of
 //        the pinned buffer with the seeded value.
 // The checks run on what the last timed copy left, so what is verified is what was timed.
+// The two kernels are in hostlink_kernels.cu; this file, host code only, compiles with the host files
+// beside nvcc's per-architecture passes (issue 28).
 #include "hostlink.hpp"
 
 #include <algorithm>
@@ -21,40 +23,10 @@
 #include "cuda_check.hpp"
 #include "device.hpp"
 #include "errors.hpp"
+#include "hostlink_kernels.hpp"
 
 namespace roofline {
 namespace {
-
-// A 32-bit integer hash (xorshift-multiply rounds): host and device compute the same bits.
-__host__ __device__ __forceinline__ std::uint32_t link_word(std::uint32_t seed, std::uint64_t i) {
-  std::uint32_t x = static_cast<std::uint32_t>(i) * 0x9e3779b1u + seed +
-                    static_cast<std::uint32_t>(i >> 32) * 0x85ebca77u;
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
-}
-
-__global__ void fill_kernel(std::uint32_t* __restrict__ p, std::uint64_t n, std::uint32_t seed) {
-  for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x)
-    p[i] = link_word(seed, i);
-}
-
-// Sum mod 2^32 of every word: per-thread sums, folded per warp, one atomicAdd per warp (unsigned
-// addition wraps, so the order of the additions cannot change the result).
-__global__ void sum_kernel(const uint4* __restrict__ p, std::uint64_t nvec, std::uint32_t* __restrict__ out) {
-  std::uint32_t s = 0;
-  for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < nvec;
-       i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
-    const uint4 v = p[i];
-    s += (v.x + v.y) + (v.z + v.w);
-  }
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-  if ((threadIdx.x & 31) == 0) atomicAdd(out, s);
-}
 
 constexpr int kThreads = 256;
 
@@ -110,7 +82,7 @@ std::uint64_t parallel_sum(std::uint64_t n, Fn fn) {
 std::uint32_t fill_host(std::uint32_t* w, std::uint64_t n, std::uint32_t seed) {
   return static_cast<std::uint32_t>(parallel_sum(n, [w, seed](std::uint64_t lo, std::uint64_t hi) {
     std::uint32_t s = 0;
-    for (std::uint64_t i = lo; i < hi; ++i) s += (w[i] = link_word(seed, i));
+    for (std::uint64_t i = lo; i < hi; ++i) s += (w[i] = link::link_word(seed, i));
     return static_cast<std::uint64_t>(s);
   }));
 }
@@ -120,12 +92,12 @@ std::uint64_t count_mismatches(const std::uint32_t* w, std::uint64_t n, std::uin
   *first_bad = n;
   std::uint64_t bad = parallel_sum(n, [w, seed](std::uint64_t lo, std::uint64_t hi) {
     std::uint64_t c = 0;
-    for (std::uint64_t i = lo; i < hi; ++i) c += w[i] != link_word(seed, i);
+    for (std::uint64_t i = lo; i < hi; ++i) c += w[i] != link::link_word(seed, i);
     return c;
   });
   if (bad) {
     for (std::uint64_t i = 0; i < n; ++i) {
-      if (w[i] != link_word(seed, i)) {
+      if (w[i] != link::link_word(seed, i)) {
         *first_bad = i;
         break;
       }
@@ -151,8 +123,8 @@ HostLinkResult time_h2d(int device, const Stream& stream, const DeviceBuffer& de
   });
   DeviceBuffer sum(sizeof(std::uint32_t));
   fill(stream.get(), sum.get(), 0, sizeof(std::uint32_t));
-  sum_kernel<<<grid_for(device, bytes / 16), kThreads, 0, stream.get()>>>(dev.get<uint4>(), bytes / 16,
-                                                                          sum.get<std::uint32_t>());
+  link::launch_sum(grid_for(device, bytes / 16), kThreads, stream.get(), dev.get<uint4>(), bytes / 16,
+                   sum.get<std::uint32_t>());
   CUDA_CHECK_LAUNCH();
   std::uint32_t observed = 0;
   download(stream.get(), &observed, sum.get(), sizeof observed);
@@ -169,7 +141,7 @@ HostLinkResult time_h2d(int device, const Stream& stream, const DeviceBuffer& de
 HostLinkResult time_d2h(int device, const Stream& stream, const DeviceBuffer& dev, const PinnedBuffer& host,
                         std::size_t bytes, int reps, int warmup, std::uint32_t seed, Fault fault) {
   const std::uint64_t nwords = bytes / 4;
-  fill_kernel<<<grid_for(device, nwords), kThreads, 0, stream.get()>>>(dev.get<std::uint32_t>(), nwords, seed);
+  link::launch_fill(grid_for(device, nwords), kThreads, stream.get(), dev.get<std::uint32_t>(), nwords, seed);
   CUDA_CHECK_LAUNCH();
   stream.synchronize();
   std::memset(host.get(), 0xFF, bytes);

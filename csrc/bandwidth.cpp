@@ -3,10 +3,14 @@
 // bandwidth.hpp for the contract. The family is split by concern:
 //   bandwidth_kernels.hpp    load/store flavours, instantiation lists, one dispatch for every family
 //   bandwidth_common.hpp     the pattern table's row and the helpers below, which every pattern uses
+//   bandwidth_fill.cu        the kernel that fills every pattern's sources with seeded data
 //   bandwidth_hbm.cu         read, write, copy, triad (and the copy engines): run_bandwidth
 //   bandwidth_l2.cu          the L2 read kernels: run_l2_read
 //   bandwidth_mix.cu         the read:write mix kernel: run_mix
-//   bandwidth_verify.hpp/.cu seeds, expected words, checksum and spot checks, the fault
+//   bandwidth_verify.hpp/.cpp seeds, expected words, checksum and spot checks, the fault
+// This file and bandwidth_verify.cpp hold no kernel: they compile with the host files, beside
+// nvcc's per-architecture passes over the .cu files, which would otherwise parse them once per
+// architecture (issue 28).
 //
 // Data. Sources hold seeded hash values (never zeros: zeros draw less power and hide unwritten
 // output). The hash is a pure function of (seed, word index), computed identically on host and
@@ -42,19 +46,6 @@
 
 namespace roofline {
 namespace bw {
-namespace {
-
-// Fills n words with data_word (as_float = 0) or word_to_float(data_word) bits (as_float = 1).
-__global__ void fill_data_kernel(std::uint32_t* __restrict__ p, std::uint64_t n, std::uint32_t seed,
-                                 int as_float) {
-  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
-    const std::uint32_t h = data_word(seed, i);
-    p[i] = as_float ? __float_as_uint(word_to_float(h)) : h;
-  }
-}
-
-}  // namespace
 
 Ld parse_load(const std::string& name) {
   for (const auto& n : kLoadNames)
@@ -205,12 +196,6 @@ Grid grid_for(int device, const Kernel& k, const BwConfig& c, int sms, std::uint
                              : std::max<std::uint64_t>(chunks, 1);
   g.blocks = static_cast<unsigned>(std::min<std::uint64_t>(blocks, INT_MAX));
   return g;
-}
-
-void fill_data(std::uint32_t* p, std::uint64_t nwords, std::uint32_t seed, bool as_float, int sms,
-               cudaStream_t s) {
-  fill_data_kernel<<<static_cast<unsigned>(sms) * 8, 256, 0, s>>>(p, nwords, seed, as_float ? 1 : 0);
-  CUDA_CHECK_LAUNCH();
 }
 
 namespace {
