@@ -26,7 +26,7 @@ from roofline_ext.report.calibration_table import energy_notes, energy_rows
 
 from fakes.calibration import FakeBackend, fake_bandwidth, fake_compute, fake_device, telemetry_summary
 from fakes.calibration import fake_gpu  # noqa: F401  (the fixture: the CLI's seam to a fake H200)
-from test_model_energy import FakeBoard
+from fakes.energy import FakeBoard
 
 H200_JSON = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "energy-h200-2026-12-02.json"
 EXAMPLE = Path(__file__).parent / "data" / "calibration-h200-example.json"
