@@ -7,7 +7,7 @@ import json
 
 import pytest
 from fakes.benchmark_loader import load_benchmark
-from test_model_energy import FakeBoard
+from fakes.energy import FakeBoard
 
 er = load_benchmark("energy_roofline.py", "energy_roofline_bench")
 IDLE_W = 78.0

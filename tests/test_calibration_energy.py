@@ -24,9 +24,9 @@ from roofline_ext.peaks import cache as cb
 from roofline_ext.peaks.record import CalibrationRecord
 from roofline_ext.report.calibration_table import energy_notes, energy_rows
 
-from test_calibration_pipeline import FakeBackend, fake_bandwidth, fake_compute, fake_device, telemetry_summary
-from test_calibration_pipeline import fake_gpu  # noqa: F401  (the fixture: the CLI's seam to a fake H200)
-from test_model_energy import FakeBoard
+from fakes.calibration import FakeBackend, fake_bandwidth, fake_compute, fake_device, telemetry_summary
+from fakes.calibration import fake_gpu  # noqa: F401  (the fixture: the CLI's seam to a fake H200)
+from fakes.energy import FakeBoard
 
 H200_JSON = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "energy-h200-2026-12-02.json"
 EXAMPLE = Path(__file__).parent / "data" / "calibration-h200-example.json"
@@ -41,7 +41,7 @@ def cache(tmp_path, monkeypatch) -> Path:
 
 
 # --------------------------------------------------------------------------------------------------
-# Fakes: a native core on a fake board, and a backend that adds energy to test_calibration_pipeline's fake H200
+# Fakes: a native core on a fake board, and a backend that adds energy to fakes/calibration.py's fake H200
 # --------------------------------------------------------------------------------------------------
 
 class Core:
@@ -87,7 +87,7 @@ ENERGY_TELEMETRY = telemetry_summary(sm=1800.0, mem=3201.0, power=655.0, temp=57
 
 
 class Telemetry:
-    """test_calibration_pipeline's fake sampler (samples for the sustained phase) with the summary the
+    """fakes/calibration.py's fake sampler (samples for the sustained phase) with the summary the
     package's sampler gives after its block (what the energy phase records)."""
 
     def __init__(self, inner, summary):
@@ -106,7 +106,7 @@ class Telemetry:
 
 
 class EnergyBackend(FakeBackend):
-    """test_calibration_pipeline's fake H200 with an energy counter (a fake board) and the real
+    """fakes/calibration.py's fake H200 with an energy counter (a fake board) and the real
     ``NativeBackend.energy_workload`` over a fake core."""
 
     def __init__(self, knobs, board: FakeBoard, core: Core, counter_error: str | None = None):
@@ -294,7 +294,7 @@ def test_no_energy_counter_skips_the_part_with_the_counters_reason(cache):
     cal = calibrate_with(EnergyBackend(k, board, Core(board, WATTS), counter_error=why))
     assert cal["energy"] == {"status": "skipped", "reason": why, "entries": {}}
     assert not [c for c in k["calls"] if c[0] == "energy"]
-    # A backend without an energy counter at all (test_calibration_pipeline's fake) says that instead.
+    # A backend without an energy counter at all (fakes/calibration.py's fake) says that instead.
     plain = calibrate_with(FakeBackend(knobs()))
     assert plain["energy"]["status"] == "skipped"
     assert plain["energy"]["reason"] == ("the calibration backend (FakeBackend) has no energy counter "

@@ -161,9 +161,9 @@ def test_help_lists_the_options(capsys):
         assert opt in out
 
 
-# --- a calibration run, with the GPU faked (see test_calibration_pipeline.fake_gpu) -------------------------
+# --- a calibration run, with the GPU faked (see fakes/calibration.py's fake_gpu) ---------------------------
 
-from test_calibration_pipeline import fake_device, fake_gpu  # noqa: E402,F401  (fixture shared with the API tests)
+from fakes.calibration import fake_device, fake_gpu  # noqa: E402,F401  (fixture shared with the API tests)
 
 
 def test_quick_run_prints_the_table_and_caches(fake_gpu, cache, capsys):

@@ -10,7 +10,7 @@ import pytest
 from roofline_ext.measure import energy as energy_mod
 from roofline_ext.measure.energy import measure_call_energy
 
-from test_model_energy import FakeBoard
+from fakes.energy import FakeBoard
 
 
 @pytest.fixture(autouse=True)

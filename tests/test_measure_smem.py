@@ -14,6 +14,8 @@ from roofline_ext.device.status import Availability, Reason
 from roofline_ext.measure import smem as sm
 from roofline_ext.measure import bandwidth as bwm
 
+from fakes.calibration import FakeBackend, fake_bandwidth, fake_compute, fake_device
+
 
 def test_ceiling_is_sms_times_128_bytes_per_clock_times_clock():
     # H200: 132 SMs at 1980 MHz.
@@ -107,13 +109,12 @@ def test_calibration_entry(fake_smem):
 
 def test_full_calibration_carries_smem_and_mix_entries_but_no_new_peaks(monkeypatch, tmp_path):
     """A backend that measures shared memory and the mix: the entries are cached, the peaks stay the roofs."""
-    tests = importlib.import_module("test_calibration_pipeline")
     run = importlib.import_module("roofline_ext.calibration.pipeline")
 
-    knobs = {"devices": [tests.fake_device()], "nvml": {"compute_processes": 1}, "calls": [], "reasons": (),
-             "unsupported": set(), "fake_compute": tests.fake_compute, "fake_bandwidth": tests.fake_bandwidth}
+    knobs = {"devices": [fake_device()], "nvml": {"compute_processes": 1}, "calls": [], "reasons": (),
+             "unsupported": set(), "fake_compute": fake_compute, "fake_bandwidth": fake_bandwidth}
 
-    class Backend(tests.FakeBackend):
+    class Backend(FakeBackend):
         def measure_smem(self, device, *, quick):
             self.knobs["calls"].append(("smem", device, quick))
             return sm.smem_result([_row(31.0)], {"sm_clock_mhz": {"median": 1975.0, "max": 1980.0}})

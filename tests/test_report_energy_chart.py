@@ -11,7 +11,8 @@ import re
 import pytest
 
 from roofline_ext.model.energy import EnergyCost, EnergyCosts, energy_floor, task_energy
-from test_model_energy import issue_costs, record
+
+from fakes.energy import issue_costs, record
 
 pytest.importorskip("matplotlib")
 
