@@ -383,3 +383,35 @@ def test_the_private_name_check_can_fail(tmp_path):
                     "def f():\n    from .cache import _path\n")
     bad = _private_imports({"roofline_ext.peaks.fake": fake})
     assert len(bad) == 1 and "private name _path from .cache" in bad[0], bad
+
+
+# --- the tests themselves ---------------------------------------------------------------------------
+
+TESTS = Path(__file__).resolve().parent
+
+
+def _test_module_imports(paths: list[Path]) -> list[str]:
+    """Imports of one test module by another (``from test_x import ...``, at any depth of the file).
+    Stand-ins shared by several test files live in ``tests/fakes/`` (docs/testing.md): a test module
+    that imports another collects that module's tests' setup too, and the fake is hidden where a
+    reader looking for fakes does not look."""
+    bad = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            bad += [f"{path.name}:{node.lineno} imports {n}" for n in names if n.split(".")[0].startswith("test_")]
+    return bad
+
+
+def test_no_test_module_imports_another():
+    bad = _test_module_imports(sorted(TESTS.glob("test_*.py")))
+    assert not bad, "fakes belong in tests/fakes/:\n" + "\n".join(bad)
+
+
+def test_the_test_module_import_check_can_fail(tmp_path):
+    fake = tmp_path / "test_fake.py"
+    fake.write_text("import os\nfrom fakes.check import h200_device\nsrc = 'from test_probe import x'\n"
+                    "def f():\n    from test_calibration_pipeline import fake_device\n")
+    bad = _test_module_imports([fake])
+    assert bad == ["test_fake.py:5 imports test_calibration_pipeline"], bad
