@@ -156,8 +156,9 @@ def misses_by_clock(cmp: Mapping[str, Any], a: Mapping[str, Any] | None, b: Mapp
     them the card explains: b slower while its SM clock's median was ``clock_tol`` or more below a's
     (or a faster the other way round). Those misses are the card's (its power cap at a higher
     temperature, a longer run), not the timing's; the rest are listed for what they are. Likewise
-    ``slower_host``: misses where the host's pace (``host.pace_us``) moved ``host_tol`` or more the
-    same way as the time, the launch-bound tasks' usual suspect."""
+    ``slower_host``: misses where the host's pace (``host.pace_us``, averaged with
+    ``host.pace_after_us`` where read: :func:`_host_pace`) moved ``host_tol`` or more the same way
+    as the time, the launch-bound tasks' usual suspect."""
     sa, sb = card_states(a), card_states(b)
     rows, explained, slower_host = [], 0, 0
     for task, d in sorted(cmp["deltas"].items(), key=lambda kv: -abs(kv[1])):
@@ -168,8 +169,8 @@ def misses_by_clock(cmp: Mapping[str, Any], a: Mapping[str, Any] | None, b: Mapp
         by_card = clock is not None and ((d > 0 and clock <= -clock_tol) or (d < 0 and clock >= clock_tol))
         explained += by_card
         # The host's pace the same way (a larger pace_us is a slower host), where both runs have it.
-        pace = (cb["host_pace_us"] / ca["host_pace_us"] - 1 if ca and cb and ca.get("host_pace_us")
-                and cb.get("host_pace_us") else None)
+        pa, pb = _host_pace(ca), _host_pace(cb)
+        pace = pb / pa - 1 if pa and pb else None
         by_host = pace is not None and ((d > 0 and pace >= host_tol) or (d < 0 and pace <= -host_tol))
         slower_host += by_host
         rows.append({"task": task, "rel": d, "clock_rel": _round(clock), "by_clock": by_card,
@@ -178,6 +179,15 @@ def misses_by_clock(cmp: Mapping[str, Any], a: Mapping[str, Any] | None, b: Mapp
             "explained_by_clock": explained, "clock_tol": clock_tol,
             "with_host_pace": sum(1 for r in rows if r["host_pace_rel"] is not None),
             "slower_host": slower_host, "host_tol": host_tol, "rows": rows}
+
+
+def _host_pace(state: Mapping[str, Any] | None) -> float | None:
+    """The host's pace around a series: the mean of the pace before and after it where both were
+    read (since session 17; a host can change speed during a series), else the pace before."""
+    if not state or not state.get("host_pace_us"):
+        return None
+    after = state.get("host_pace_after_us")
+    return (state["host_pace_us"] + after) / 2 if after else state["host_pace_us"]
 
 
 def _round(x: float | None, nd: int = 6) -> float | None:

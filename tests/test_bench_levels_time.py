@@ -92,6 +92,13 @@ def test_misses_are_told_apart_by_the_cards_clock(lt):
     assert rows["net"]["by_host"] and rows["net"]["host_pace_rel"] == pytest.approx(0.3)
     assert not rows["faster"]["by_host"]  # faster in c on a slower host: not the host
     assert (m["with_host_pace"], m["slower_host"]) == (3, 2)
+    # Read after the series too (session 17 on): the pace around it is the mean of both. A host as
+    # fast as a's before c's series of "net" but far slower after it is still the slower host.
+    for row in c["tasks"]:
+        if row["task"] == "net":
+            row["timing"]["reference"]["host"] = {"pace_us": 200.0, "pace_after_us": 360.0}
+    rows = {r["task"]: r for r in lt.misses_by_clock(lt.compare(a, c), a, c, 0.02)["rows"]}
+    assert rows["net"]["by_host"] and rows["net"]["host_pace_rel"] == pytest.approx(0.4)
     # A slower run at a lower clock by less than clock_tol is not put on the card.
     loose = {r["task"]: r for r in lt.misses_by_clock(lt.compare(a, c), a, c, 0.02, clock_tol=0.10)["rows"]}
     assert not loose["gemm"]["by_clock"] and loose["faster"]["by_clock"]  # 6.6% lower vs 16.5% higher
