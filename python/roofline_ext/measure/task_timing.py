@@ -41,8 +41,9 @@ _PACE_N = 5_000
 
 
 def host_pace(clock: Callable[[], float] = time.perf_counter, probes: int = HOST_PACE_PROBES) -> dict[str, float]:
-    """The host as a reference's series begins: the median microseconds of a fixed pure-Python loop
-    (``pace_us``, lower is faster; only comparable on one machine) and the 1-minute load average."""
+    """The host now (read just before a reference's series and again just after it): the median
+    microseconds of a fixed pure-Python loop (``pace_us``, lower is faster; only comparable on one
+    machine) and the 1-minute load average."""
     times = []
     for _ in range(probes):
         t0 = clock()
