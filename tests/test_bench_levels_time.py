@@ -125,6 +125,20 @@ def test_within_2pct_counts_failed_tasks_against(lt):
     assert empty["fraction"] is None and not lt.trials100_verdict(empty)["pass"]
 
 
+def test_card_bound_fraction_leaves_the_host_bound_tasks_out(lt):
+    names = [f"t{i}" for i in range(10)]
+    a = _doc({n: 1.0 for n in names})
+    for row in a["tasks"]:  # t0 and t1 were host-bound in run A, t2 was not (and one never says)
+        if row["task"] in ("t0", "t1", "t2"):
+            row["timing"] = {"reference": {"median_ms": 1.0, "host_bound": row["task"] != "t2"}}
+    c = _doc({n: (1.3 if n in ("t0", "t2") else 1.0) for n in names})
+    assert lt.host_bound_tasks(a) == ["t0", "t1"] and lt.host_bound_tasks(None) == []
+    got = lt.card_bound_within(lt.compare(a, c), lt.host_bound_tasks(a), 0.02)
+    # t2 (card-bound, 30% off) still counts against; t0's 30% is the host's and is left out.
+    assert got["compared"] == 8 and got["within"] == 7 and got["fraction"] == pytest.approx(7 / 8)
+    assert got["host_bound"] == 2 and got["host_bound_tasks"] == ["t0", "t1"] and got["host_bound_within"] == 1
+
+
 def test_verdict_bounds_and_missing_figures(lt):
     v = lt.verdict({"wall": (119.9, "<=", 120.0), "frac": (0.96, ">=", 0.95)})
     assert v["pass"] and v["checks"]["wall"]["bound"] == "<= 120"

@@ -19,12 +19,18 @@ from roofline_ext.measure.timing import MIN_TRIALS, TrialRule, fewest_trials, ti
 class FakeGpu:
     """A GPU clock (ms) that ``fn()`` advances by the next time of a series, a host clock (s) that
     advances by ``wall_s`` per call, and events that can be read only after a synchronize (as CUDA's
-    ``elapsed_time`` raises on an event not yet complete). ``log`` is the order of calls."""
+    ``elapsed_time`` raises on an event not yet complete). ``log`` is the order of calls.
 
-    def __init__(self, series, wall_s: float = 0.001) -> None:
+    The GPU runs a call's work once the host has queued it and the GPU is free (``gpu_free_s``, on
+    the host's clock), and a synchronize waits for it: with ``wall_s`` under a call's GPU time the
+    GPU has a backlog when the host is done (GPU-bound), above it the GPU keeps pace and runs dry
+    (host-bound)."""
+
+    def __init__(self, series, wall_s: float = 0.0001) -> None:
         self.series = iter(series)
         self.gpu_ms = 0.0
         self.host_s = 0.0
+        self.gpu_free_s = 0.0
         self.wall_s = wall_s
         self.log: list[str] = []
         self.syncs = 0
@@ -33,8 +39,10 @@ class FakeGpu:
     # the three things the loop is handed
     def fn(self) -> None:
         self.log.append("fn")
-        self.gpu_ms += next(self.series)
+        ms = next(self.series)
+        self.gpu_ms += ms
         self.host_s += self.wall_s
+        self.gpu_free_s = max(self.gpu_free_s, self.host_s) + ms / 1000
 
     def before(self) -> None:
         self.log.append("before")
@@ -48,6 +56,7 @@ class FakeGpu:
 
     def synchronize(self) -> None:
         self.syncs += 1
+        self.host_s = max(self.host_s, self.gpu_free_s)
         for e in self.pending:
             e.done = True
         self.pending.clear()
@@ -125,14 +134,36 @@ def test_stable_series_stops_early_at_the_precision():
 
 
 def test_noisy_series_runs_to_the_cap_and_says_so():
-    gpu = FakeGpu(_noisy(), wall_s=0.002)
+    gpu = FakeGpu(_noisy(), wall_s=0.0001)  # GPU-bound: 2 ms a call on average, 0.1 ms of host
     t = _run(gpu, TrialRule(max_time_s=0.5))
     assert t["stopped"] == "max-time" and t["precision_reached"] is False
     assert t["ci_rel"] > t["precision"]
-    # The last chunk is cut to what the cap leaves: 0.5 s of 2 ms trials is 250 trials.
-    assert 0.5 <= t["timed_s"] <= 0.5 + 0.002 and t["trials"] == 250
+    assert t["host_bound"] is False and t["backlog_share"] > 0.5
+    # The last chunk is cut to what the cap leaves (at the mean trial so far): about 0.5 s.
+    assert 0.5 <= t["timed_s"] <= 0.56 and 200 <= t["trials"] <= 300
     assert gpu.syncs < 20
     _one_before_per_call(gpu)
+
+
+def test_a_host_bound_series_stops_at_its_shorter_cap():
+    # The same noisy GPU times, but the host takes 4 ms to queue each call: the GPU runs dry after
+    # each one, so the events time the host, and the series stops at the host-bound cap (0.25 s).
+    gpu = FakeGpu(_noisy(), wall_s=0.004)
+    t = _run(gpu, None)
+    assert t["stopped"] == "host-bound" and t["host_bound"] is True and t["backlog_share"] < timing.HOST_BOUND_BACKLOG
+    assert timing.HOST_BOUND_MAX_TIME_S <= t["timed_s"] <= timing.HOST_BOUND_MAX_TIME_S + 0.01
+    assert t["precision_reached"] is False
+    # --max-time S sets both caps: the same series then runs to S.
+    gpu = FakeGpu(_noisy(), wall_s=0.004)
+    t = _run(gpu, TrialRule(max_time_s=0.5, host_bound_max_time_s=0.5))
+    assert t["stopped"] == "max-time" and t["host_bound"] is True and t["timed_s"] >= 0.5
+    # A precise host-bound series still stops at the precision, well before either cap.
+    t = _run(FakeGpu(_stable(), wall_s=0.004), None)
+    assert t["stopped"] == "precision" and t["host_bound"] is True
+    assert timing._stop(TrialRule(), 100, 0.3, 0.02, None, host_bound=True) == "host-bound"
+    assert timing._stop(TrialRule(), 100, 0.3, 0.02, None, host_bound=False) is None
+    assert timing.next_chunk(TrialRule(min_time_s=0.0), 40, 0.24, 0.01, None, host_bound=True) == 1  # 10 ms left at 6 ms
+    assert timing.backlog_share(0.0, 0.0) is None and timing.backlog_share(0.9, 0.1) == pytest.approx(0.1)
 
 
 def test_the_minimum_count_holds_whatever_the_clock():
@@ -195,9 +226,9 @@ def test_a_target_finer_than_the_timer_stops_at_one_step_not_the_cap():
 def test_the_step_is_read_only_from_a_long_series():
     # A short series spread over many steps shows gaps of several steps: no resolution stop before
     # RESOLUTION_MIN_TRIALS, whatever its interval; the cap (here 500 trials' worth) comes first.
-    gpu = FakeGpu(_quantized(0.005, 40), wall_s=1e-3)
+    gpu = FakeGpu(_quantized(0.005, 40), wall_s=1e-3)  # host-bound: its cap is 0.25 s, 250 trials
     t = _run(gpu, TrialRule(max_time_s=0.5))
-    assert t["trials"] < timing.RESOLUTION_MIN_TRIALS and t["stopped"] == "max-time"
+    assert t["trials"] < timing.RESOLUTION_MIN_TRIALS and t["stopped"] == "host-bound"
     assert timing._stop(TrialRule(), 999, 0.2, 0.006, None) is None
     assert timing._stop(TrialRule(), 1000, 0.2, 0.006, 0.0064) == "resolution"
     assert timing._stop(TrialRule(), 1000, 0.2, 0.007, 0.0064) is None  # wider than one step: go on
@@ -355,7 +386,9 @@ def test_flags_become_timing_options(monkeypatch):
         return analyze._options(args, None, []).timing
 
     assert timing_of().rule() == TrialRule()  # adaptive, ±0.5%, 1 s
-    assert timing_of("--precision", "0.2", "--max-time", "4").rule() == TrialRule(precision=0.002, max_time_s=4.0)
+    # --max-time is every series' cap, a host-bound one's too.
+    assert timing_of("--precision", "0.2", "--max-time", "4").rule() == TrialRule(
+        precision=0.002, max_time_s=4.0, host_bound_max_time_s=4.0)
     assert timing_of("--trials", "100").rule() == TrialRule(fixed=100)
 
 

@@ -33,9 +33,11 @@ def _reply(**over):
 
 def test_the_producer_writes_todays_keys_in_todays_order():
     fixed = series_stats(MS, 10, TrialRule(fixed=40), "fixed")
-    assert list(fixed.to_dict()) == list(STATS_KEYS[:-1])  # no timed_s: a fixed count
-    adaptive = series_stats(MS, 10, TrialRule(), "precision", timed_s=0.05)
+    assert list(fixed.to_dict()) == list(STATS_KEYS[:-3])  # no timed_s, no backlog: a fixed count
+    adaptive = series_stats(MS, 10, TrialRule(), "precision", timed_s=0.05, backlog=0.62)
     assert list(adaptive.to_dict()) == list(STATS_KEYS) and adaptive.timed_s == 0.05
+    assert adaptive.backlog_share == 0.62 and adaptive.host_bound is False
+    assert series_stats(MS, 10, TrialRule(), "host-bound", timed_s=0.25, backlog=0.01).host_bound is True
     assert timing_stats(MS, 10, TrialRule(fixed=40), "fixed") == fixed.to_dict()
     assert fixed.mode == "fixed" and fixed.trials == 40 and fixed.precision_reached is True
 

@@ -24,6 +24,17 @@ itself (:func:`timer_step_ms`) after :data:`RESOLUTION_MIN_TRIALS` trials. Measu
 interval of ±32 ns, one step, against a target of ±25 ns. "Within one step" allows for the float32
 rounding of event times (:data:`_STEP_SLACK`): without it the same task, later that day, still ran
 the whole cap to an interval one step wide.
+
+A host-bound series (the GPU waits for the host's launches, so the events time Python and the
+dispatcher, not the card) stops at a shorter cap, ``host_bound_max_time_s`` (0.25 s), with
+``stopped: "host-bound"``. What tells it: after the host has queued a chunk, the GPU should still
+have work queued; the share of a chunk's wall the host spends waiting in the synchronize for that
+backlog (``backlog_share``) is near 1 for a GPU-bound series and near 0 when the GPU kept pace with
+the host and ran dry. Why a shorter cap: such a time is the host's, and the host's speed is what
+moves it: on the H100 machine a fixed Python loop read 164-403 us within minutes and launch-bound
+networks moved by up to 2x with it, at the same SM clock (2026-12-06, docs/runner.md), so a
+narrower interval from a longer series buys no reproducibility; it only costs the wall (a one-line
+``x + 1`` task ran the whole 1 s cap).
 """
 from __future__ import annotations
 
@@ -57,6 +68,13 @@ MIN_TRIALS = 10
 DEFAULT_MIN_TIME_S = 0.05
 # The cap per timed variant (nvbench: 15 s per benchmark); a noisy kernel stops here and says so.
 DEFAULT_MAX_TIME_S = 1.0
+# The cap of a host-bound series (module docstring): a quarter of the default, still thousands of
+# trials for a microsecond task and 20-40 for a launch-bound network of 6-12 ms.
+HOST_BOUND_MAX_TIME_S = 0.25
+# A series is host-bound when the GPU still had work queued for less than this share of its chunks'
+# wall once the host had queued them (``backlog_share``). A GPU-bound chunk reads well above half
+# (the host queues its trials far faster than the GPU runs them), a host-bound one about 1/n of n trials.
+HOST_BOUND_BACKLOG = 0.1
 MAX_TRIALS = 100_000  # bounds the memory of a series whatever the cap (a 1 us kernel, a long cap)
 # Chunks: a chunk's events are recorded back to back and read after one synchronize, so the
 # adaptive loop adds one host sync per chunk, never one per trial. The next chunk is what the
@@ -89,13 +107,14 @@ class TrialRule:
     min_time_s: float = DEFAULT_MIN_TIME_S
     max_time_s: float = DEFAULT_MAX_TIME_S
     max_trials: int = MAX_TRIALS
+    host_bound_max_time_s: float = HOST_BOUND_MAX_TIME_S
 
     def __post_init__(self) -> None:
         if self.fixed is not None and self.fixed < 1:
             raise UserError("--trials must be at least 1")
         if not 0 < self.precision < 1:
             raise UserError("--precision must be more than 0% and less than 100%")
-        if not self.max_time_s > 0:
+        if not self.max_time_s > 0 or not self.host_bound_max_time_s > 0:
             raise UserError("--max-time must be more than 0 seconds")
         if self.min_trials < 1 or self.max_trials < self.min_trials or self.min_time_s < 0:
             raise UserError(f"adaptive trials need 1 <= min_trials <= max_trials and min_time_s >= 0, "
@@ -104,6 +123,11 @@ class TrialRule:
     @property
     def adaptive(self) -> bool:
         return self.fixed is None
+
+    def cap_s(self, host_bound: bool) -> float:
+        """The time cap of a series: ``max_time_s``, or for a host-bound one the shorter of it and
+        ``host_bound_max_time_s``."""
+        return min(self.max_time_s, self.host_bound_max_time_s) if host_bound else self.max_time_s
 
     def fewest(self) -> int:
         """The timed calls every run of this rule makes after its warm-up: N, or ``min_trials``."""
@@ -212,12 +236,26 @@ def event_times_ms(fn, reps: int, warmup: int, before=None, *, events=None) -> l
 @dataclass(frozen=True)
 class AdaptiveRun:
     """An adaptive series: the times (ms), why it stopped (``precision``, ``resolution``,
-    ``max-time`` or ``max-trials``), the wall seconds of its timed trials and its warm-up calls."""
+    ``host-bound``, ``max-time`` or ``max-trials``), the wall seconds of its timed trials, its warm-up
+    calls, and the share of its chunks' wall the GPU still had work queued after the host had queued
+    them all (``backlog_share``; module docstring)."""
 
     ms: list[float]
     stopped: str
     timed_s: float
     warmup: int = 0  # the warm-up calls made before them
+    backlog_share: float | None = None
+
+    @property
+    def host_bound(self) -> bool | None:
+        return None if self.backlog_share is None else self.backlog_share < HOST_BOUND_BACKLOG
+
+
+def backlog_share(issue_s: float, drain_s: float) -> float | None:
+    """The share of the chunks' wall (the host queueing them, then waiting for the GPU) that the GPU
+    still had queued work when the host was done: None when no wall was seen."""
+    total = issue_s + drain_s
+    return drain_s / total if total > 0 else None
 
 
 def adaptive_times_ms(fn, rule: TrialRule, warmup: int, before=None, *, events=None,
@@ -234,25 +272,33 @@ def adaptive_times_ms(fn, rule: TrialRule, warmup: int, before=None, *, events=N
     pool: list[tuple[Any, Any]] = []  # event pairs, reused from chunk to chunk
     ms: list[float] = []
     chunk = rule.min_trials
+    issue_s = drain_s = 0.0  # the host queueing the chunks, then waiting for the GPU to finish them
     t0 = clock()
     while True:
         while len(pool) < chunk:
             pool.append((events.event(), events.event()))
+        t_chunk = clock()
         for start, stop in pool[:chunk]:
             if before is not None:
                 before()
             start.record()
             fn()
             stop.record()
+        t_issued = clock()
         events.synchronize()  # the chunk's one host sync
+        t_synced = clock()
+        issue_s += t_issued - t_chunk
+        drain_s += t_synced - t_issued
         ms += [start.elapsed_time(stop) for start, stop in pool[:chunk]]
         elapsed = clock() - t0
         iv = median_interval(ms)
         step_rel = _step_rel(ms, iv.median)
-        stopped = _stop(rule, len(ms), elapsed, iv.rel, step_rel)
+        share = backlog_share(issue_s, drain_s)
+        host_bound = share is not None and share < HOST_BOUND_BACKLOG
+        stopped = _stop(rule, len(ms), elapsed, iv.rel, step_rel, host_bound)
         if stopped:
-            return AdaptiveRun(ms, stopped, elapsed, warmed)
-        chunk = next_chunk(rule, len(ms), elapsed, iv.rel, step_rel)
+            return AdaptiveRun(ms, stopped, elapsed, warmed, share)
+        chunk = next_chunk(rule, len(ms), elapsed, iv.rel, step_rel, host_bound)
 
 
 def timer_step_ms(ms: list[float]) -> float | None:
@@ -273,26 +319,28 @@ def _step_rel(ms: list[float], median: float) -> float | None:
 
 
 def _stop(rule: TrialRule, n: int, elapsed_s: float, rel: float | None,
-          step_rel: float | None = None) -> str | None:
+          step_rel: float | None = None, host_bound: bool = False) -> str | None:
     """Why a series of ``n`` trials over ``elapsed_s`` stops now, or None to go on. ``step_rel``:
     one step of the timer relative to the median (:func:`_step_rel`); an interval within it is as
-    narrow as the timer can make it."""
-    settled = n >= rule.min_trials and elapsed_s >= min(rule.min_time_s, rule.max_time_s)
+    narrow as the timer can make it. ``host_bound``: the series has the shorter cap (module docstring)."""
+    cap = rule.cap_s(host_bound)
+    settled = n >= rule.min_trials and elapsed_s >= min(rule.min_time_s, cap)
     if rel is not None and rel <= rule.precision and settled:
         return "precision"
     if rel is not None and step_rel is not None and rel <= step_rel * (1 + _STEP_SLACK) and settled:
         return "resolution"
-    if elapsed_s >= rule.max_time_s:
-        return "max-time"
+    if elapsed_s >= cap:
+        return "host-bound" if cap < rule.max_time_s else "max-time"
     if n >= rule.max_trials:
         return "max-trials"
     return None
 
 
 def next_chunk(rule: TrialRule, n: int, elapsed_s: float, rel: float | None,
-               step_rel: float | None = None) -> int:
+               step_rel: float | None = None, host_bound: bool = False) -> int:
     """The size of the next chunk after ``n`` trials in ``elapsed_s`` whose interval is ``rel``;
-    the target is the precision, or one timer step (``step_rel``) where that is wider."""
+    the target is the precision, or one timer step (``step_rel``) where that is wider; the cap is
+    ``rule.cap_s(host_bound)``."""
     target = max(rule.precision, step_rel or 0.0)
     if rel is None:  # no interval yet (fewer than 6 trials): double
         want = n
@@ -303,24 +351,27 @@ def next_chunk(rule: TrialRule, n: int, elapsed_s: float, rel: float | None,
     if per_trial > 0:
         if elapsed_s < rule.min_time_s:  # what the minimum time still needs, in one chunk
             chunk = max(chunk, math.ceil((rule.min_time_s - elapsed_s) / per_trial))
-        chunk = min(chunk, max(1, math.floor((rule.max_time_s - elapsed_s) / per_trial)))  # the cap
+        chunk = min(chunk, max(1, math.floor((rule.cap_s(host_bound) - elapsed_s) / per_trial)))  # the cap
     return max(1, min(chunk, rule.max_trials - n))
 
 
 def series_stats(ms: list[float], warmup: int, rule: TrialRule, stopped: str,
-                 timed_s: float | None = None) -> TimingStats:
+                 timed_s: float | None = None, backlog: float | None = None) -> TimingStats:
     """The statistics of a series, typed (:class:`~.timing_record.TimingStats`): its keys are the
     JSON's ``reference``, ``candidate_timing`` and ``compiled``, in this order.
 
     ``ci_low_ms``/``ci_high_ms``: the 95% confidence interval of the median; ``ci_rel`` its
     half-width relative to the median (wider side; None with fewer than 6 trials);
     ``precision_reached``: ``ci_rel <= precision``, for a fixed count too (what N trials bought).
-    ``timed_s`` (the timed trials' wall seconds) only for an adaptive series.
+    ``timed_s`` (the timed trials' wall seconds), ``backlog_share`` and ``host_bound`` (module
+    docstring) only for an adaptive series.
     """
     srt = sorted(ms)
     mean = statistics.fmean(ms)
     iv = median_interval(ms)
-    extra = {} if timed_s is None else {"timed_s": timed_s}
+    extra: dict[str, Any] = {} if timed_s is None else {"timed_s": timed_s}
+    if timed_s is not None and backlog is not None:
+        extra.update(backlog_share=round(backlog, 4), host_bound=backlog < HOST_BOUND_BACKLOG)
     return TimingStats.of(
         median_ms=statistics.median(ms),
         mean_ms=mean,
@@ -372,7 +423,8 @@ def _timed(fn, rule: TrialRule, warmup: int, before, events, clock, warmup_s: fl
         warmed = _warm_up(fn, warmup, before, events, clock, warmup_s)
         return timing_stats(event_times_ms(fn, rule.fixed, 0, before, events=events), warmed, rule, "fixed")
     run = adaptive_times_ms(fn, rule, warmup, before, events=events, clock=clock, warmup_s=warmup_s)
-    return series_stats(run.ms, run.warmup, rule, run.stopped, timed_s=run.timed_s).to_dict()
+    return series_stats(run.ms, run.warmup, rule, run.stopped, timed_s=run.timed_s,
+                        backlog=run.backlog_share).to_dict()
 
 
 def timing_overhead_us(device: int = 0, trials: int = 200) -> float:

@@ -180,9 +180,9 @@ def _short(value: Any) -> str:
 #: A series' keys, in the order :func:`~roofline_ext.measure.timing.timing_stats` writes them.
 STATS_KEYS = ("median_ms", "mean_ms", "best_ms", "p10_ms", "p90_ms", "cv", "trials", "warmup", "mode",
               "confidence", "ci_low_ms", "ci_high_ms", "ci_rel", "precision", "precision_reached", "stopped",
-              "timer_step_ms", "timed_s")
+              "timer_step_ms", "timed_s", "backlog_share", "host_bound")
 MODES = ("adaptive", "fixed")
-STOPS = ("precision", "resolution", "max-time", "max-trials", "fixed")
+STOPS = ("precision", "resolution", "host-bound", "max-time", "max-trials", "fixed")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -211,6 +211,10 @@ class TimingStats(_Keyed):
     stopped: str | None = None
     timer_step_ms: float | None = None
     timed_s: float | None = None  # the timed trials' wall seconds: an adaptive series only
+    # An adaptive series since 2026-12-06 (session 18): the share of its chunks' wall the GPU still had
+    # queued work once the host had queued them, and whether that makes it host-bound (measure/timing.py).
+    backlog_share: float | None = None
+    host_bound: bool | None = None
     # A reference's series since 2026-12-06 (measure/task_timing.py): the card over it (NVML summary:
     # clocks, power, temperature min/median/max, reasons; or {"error": why}) and the host just before.
     telemetry: Mapping[str, Any] | None = None
@@ -221,7 +225,8 @@ class TimingStats(_Keyed):
         "trials": _INT, "warmup": _INT, "mode": _Key((str,), values=MODES), "confidence": _NUM,
         "ci_low_ms": _NUM_OR_NULL, "ci_high_ms": _NUM_OR_NULL, "ci_rel": _NUM_OR_NULL, "precision": _NUM,
         "precision_reached": _Key((bool,)), "stopped": _Key((str,), values=STOPS),
-        "timer_step_ms": _NUM_OR_NULL, "timed_s": _NUM, "telemetry": _OBJ_OR_NULL, "host": _OBJ_OR_NULL,
+        "timer_step_ms": _NUM_OR_NULL, "timed_s": _NUM,
+        "backlog_share": _NUM, "host_bound": _Key((bool,)), "telemetry": _OBJ_OR_NULL, "host": _OBJ_OR_NULL,
     }
     # A series without its median is no timing; the other keys came over versions (and the runner's
     # test stand-ins write fewer), so they are held to their types where present.

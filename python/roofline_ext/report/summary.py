@@ -138,8 +138,9 @@ def summary_table(summary: Mapping[str, Any]) -> str:
 # --- the batch's files ------------------------------------------------------------------------------
 
 # How well each median is known (docs/runner.md, "How many trials"): trials run, the 95% interval's
-# relative half-width, whether it met the target, for the reference (ref_) and the candidate (new_).
-TRIAL_KEYS = ("trials", "ci_rel", "precision_reached")
+# relative half-width, whether it met the target, whether the series was host-bound (its time the
+# host's launches, measure/timing.py), for the reference (ref_) and the candidate (new_).
+TRIAL_KEYS = ("trials", "ci_rel", "precision_reached", "host_bound")
 TIMED_COLUMNS = ("wall_s", "t_ref_ms", "t_compile_ms", "candidate", "sample", "candidate_status", "correct",
                  "verdict", "verdict_reason", "t_new_ms", "speedup") + tuple(
     f"{roof}_{key}" for roof in ROOF_NAMES for key in ("ref_fraction", "new_fraction", "score", "below_floor")) + (

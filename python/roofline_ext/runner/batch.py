@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 
 from ..device import status
 from ..errors import GpuUnavailableError, RooflineError
-from ..measure.timing import DEFAULT_MAX_TIME_S, DEFAULT_PRECISION, DEFAULT_TRIALS, TrialRule
+from ..measure.timing import DEFAULT_MAX_TIME_S, DEFAULT_PRECISION, DEFAULT_TRIALS, HOST_BOUND_MAX_TIME_S, TrialRule
 from ..measure.timing_record import TimingReply, TimingReplyError
 from ..model.assess import CandidateResult, ErrorResult, TaskResult, assess_failed
 from ..model.gpu import GpuChoice
@@ -77,6 +77,7 @@ class TimingOptions:
     trials: int | None = None
     precision: float = DEFAULT_PRECISION
     max_time_s: float = DEFAULT_MAX_TIME_S
+    host_bound_max_time_s: float = HOST_BOUND_MAX_TIME_S  # a host-bound series' cap (measure/timing.py)
     warmup: int = 10
     compile: bool = False
     devices: tuple[int, ...] = (0,)
@@ -91,7 +92,8 @@ class TimingOptions:
         self.rule()  # a bad count, precision or cap is a one-line error here, not in a worker
 
     def rule(self) -> TrialRule:
-        return TrialRule(fixed=self.trials, precision=self.precision, max_time_s=self.max_time_s)
+        return TrialRule(fixed=self.trials, precision=self.precision, max_time_s=self.max_time_s,
+                         host_bound_max_time_s=self.host_bound_max_time_s)
 
 
 @dataclass(frozen=True)

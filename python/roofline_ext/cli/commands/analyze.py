@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 
 from ...device import status
 from ...errors import UserError
-from ...measure.timing import DEFAULT_MAX_TIME_S, DEFAULT_PRECISION
+from ...measure.timing import DEFAULT_MAX_TIME_S, DEFAULT_PRECISION, HOST_BOUND_MAX_TIME_S
 from ...measure.timing_record import TimingReply, TimingStats
 from ...model.assess import TaskResult
 from ...model.energy import EnergyCosts
@@ -150,7 +150,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    f"±PCT%% (default {DEFAULT_PRECISION * 100:g}); with --trials N, the figure the report holds N to")
     t.add_argument("--max-time", type=float, metavar="S",
                    help=f"adaptive trials stop after S seconds of trials per variant (default "
-                   f"{DEFAULT_MAX_TIME_S:g}) and then say whether the precision was reached")
+                   f"{DEFAULT_MAX_TIME_S:g}, and {HOST_BOUND_MAX_TIME_S:g} for a host-bound one, whose time is the "
+                   "host's launches) and then say whether the precision was reached")
     t.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
     p.set_defaults(func=run)
 
@@ -309,7 +310,9 @@ def _options(args: argparse.Namespace, gpu: GpuChoice, paths: list[Path]) -> Bat
     timing = None
     if args.time:
         timing = TimingOptions(trials=args.trials, precision=args.precision / 100,
-                               max_time_s=args.max_time or DEFAULT_MAX_TIME_S, compile=args.compile,
+                               max_time_s=args.max_time or DEFAULT_MAX_TIME_S,
+                               # --max-time S is the cap of every series, a host-bound one's too.
+                               host_bound_max_time_s=args.max_time or HOST_BOUND_MAX_TIME_S, compile=args.compile,
                                devices=(args.device,),
                                inputs=args.inputs, correct_trials=args.correct_trials,
                                timeout_s=args.timeout or DEFAULT_TIME_TIMEOUT_S, energy=args.energy)
@@ -434,7 +437,8 @@ def _trials_text(series: TimingStats | Mapping[str, Any] | None, sep: str) -> st
     text += ", no 95% CI (under 6 trials)" if rel is None else f", median ±{rel:.2%} (95% CI)"
     if not t.precision_reached and t.precision is not None:
         why = {"max-time": "time cap", "max-trials": "trial cap", "fixed": "fixed count",
-               "resolution": "timer's step"}.get(str(t.stopped), "")
+               "resolution": "timer's step",
+               "host-bound": "host-bound: its time is the host's launches, capped sooner"}.get(str(t.stopped), "")
         text += f", NOT within ±{t.precision:.2%}" + (f" ({why})" if why else "")
     return text
 
@@ -621,7 +625,8 @@ def _best(r: Mapping[str, Any]) -> tuple[str, str, str]:
 
 def _ci_cells(series: TimingStats | Mapping[str, Any] | None) -> tuple[str, str]:
     """The batch table's trial count and the median's 95% interval (``0.21%``; ``1.3% (missed)``
-    when the target was not reached, ``0.64% (timer)`` when one timer step is all it can be)."""
+    when the target was not reached, ``0.64% (timer)`` when one timer step is all it can be,
+    ``1.8% (host)`` when a host-bound series stopped at its shorter cap)."""
     t = TimingStats.read(series)
     if t is None:
         return "-", "-"
@@ -630,8 +635,10 @@ def _ci_cells(series: TimingStats | Mapping[str, Any] | None) -> tuple[str, str]
         return count, "-"
     if t.precision_reached or not t.has("precision_reached"):
         return count, f"{t.ci_rel:.2%}"
-    # A series the timer's step stopped: narrower than this no trial count could make it.
-    return count, f"{t.ci_rel:.2%}" + (" (timer)" if t.stopped == "resolution" else " (missed)")
+    # A series the timer's step stopped: narrower than this no trial count could make it. A host-bound
+    # one: its time is the host's, which more trials would pin down no better between runs.
+    mark = {"resolution": " (timer)", "host-bound": " (host)"}.get(str(t.stopped), " (missed)")
+    return count, f"{t.ci_rel:.2%}" + mark
 
 
 def _batch_table(results: list[dict[str, Any]]) -> str:
