@@ -107,9 +107,36 @@ def test_a_microsecond_kernel_stops_as_soon_as_the_timer_can_tell_no_more():
         assert t["ci_rel"] <= t["precision"], t
     elif t["stopped"] == "resolution":
         assert within_step and t["trials"] >= timing.RESOLUTION_MIN_TRIALS, t
+    elif t["stopped"] == "host-bound":  # the GPU ran dry waiting for the launches: the shorter cap
+        assert t["host_bound"] is True and t["timed_s"] >= timing.HOST_BOUND_MAX_TIME_S, t
+        assert not within_step and t["ci_rel"] > t["precision"], (half, step, t)
     else:
         assert t["stopped"] == "max-time" and t["timed_s"] >= timing.DEFAULT_MAX_TIME_S, t
         assert not within_step and t["ci_rel"] > t["precision"], (half, step, t)
+
+
+@pytest.mark.gpu
+def test_host_bound_series_are_told_from_gpu_bound_ones():
+    # The detector on the card (measure/timing.py, backlog_share): a 4096^3 matmul (about 0.2-0.5 ms
+    # of GPU per call, queued in microseconds) leaves the GPU a backlog; 300 one-element adds per
+    # call (a Python loop of launches, each far shorter on the GPU than on the host) leave it none.
+    import torch
+
+    a = torch.randn(4096, 4096, device="cuda")
+    gpu_bound = timing.time_callable(lambda: a @ a, trials=None, warmup=3)
+    assert gpu_bound["host_bound"] is False and gpu_bound["backlog_share"] > 0.5, gpu_bound
+    x = torch.randn(1, device="cuda")
+
+    def launches():
+        y = x
+        for _ in range(300):
+            y = y + 1
+        return y
+
+    host_bound = timing.time_callable(launches, trials=None, warmup=3)
+    assert host_bound["host_bound"] is True and host_bound["backlog_share"] < timing.HOST_BOUND_BACKLOG, host_bound
+    assert host_bound["stopped"] in ("precision", "host-bound"), host_bound
+    assert host_bound["timed_s"] < timing.HOST_BOUND_MAX_TIME_S + 0.1, host_bound  # never the 1 s cap
 
 
 @pytest.mark.gpu
