@@ -194,7 +194,12 @@ def test_next_chunk_aims_at_the_trials_the_interval_predicts():
     capped = TrialRule(min_time_s=0.0, max_time_s=0.05)
     assert timing.next_chunk(capped, 40, 0.04, 0.01) == 10  # 10 ms left at 1 ms a trial
     slow_start = TrialRule(min_time_s=0.5, max_time_s=1.0)
-    assert timing.next_chunk(slow_start, 10, 0.01, 0.001) == 490  # what the minimum time still needs
+    # What the minimum time still needs, in chunks that stop once at the host-bound cap (0.25 s).
+    assert timing.next_chunk(slow_start, 10, 0.01, 0.001) == 240
+    assert timing.next_chunk(slow_start, 250, 0.25, 0.001) == 250
+    # Any series is decided at the host-bound cap: a chunk ends there (25 trials of 2 ms from 0.2 s),
+    # so one near the line is not read again only a doubled chunk later.
+    assert timing.next_chunk(TrialRule(min_time_s=0.0), 100, 0.2, 0.01) in (24, 25)  # float rounding
 
 
 # --- the timer's step --------------------------------------------------------------------------------
