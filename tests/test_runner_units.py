@@ -109,8 +109,9 @@ RESULTS = [
 
 def test_batch_summary_figures():
     s = batch_summary(RESULTS)
-    assert s["tasks"] == {"total": 3, "ok": 2, "failed": 1, "timed": 2}
+    assert s["tasks"] == {"total": 3, "ok": 2, "failed": 1, "timed": 2, "host_bound": 0}
     assert s["candidates"] == {"total": 4, "correct": 2, "incorrect": 1, "invalid": 0, "failed": 1, "below_floor": 0}
+    assert "host-bound" not in summary_table(s)
     assert s["speedup_geomean"] == pytest.approx(math.sqrt(8.0))
     assert s["speedup_geomean_best_per_task"] == pytest.approx(4.0)
     ds = s["roofs"]["datasheet"]
@@ -122,6 +123,17 @@ def test_batch_summary_figures():
     assert rows[("candidates_correct", "")] == "2" and rows[("score_median", "measured")] == ""
     table = summary_table(s)
     assert "4: 2 correct, 1 incorrect, 0 invalid, 1 failed" in table and "2.83x" in table and "0.700" in table
+
+
+def test_batch_summary_counts_host_bound_references():
+    # A reference whose series was host-bound (measure/timing.py) is counted and said in the table.
+    host = dict(RESULTS[0], timing={"reference": {"median_ms": 1.0, "host_bound": True, "backlog_share": 0.001}})
+    card = dict(RESULTS[1], timing={"reference": {"median_ms": 1.0, "host_bound": False, "backlog_share": 0.97}})
+    s = batch_summary([host, card, RESULTS[2]])
+    assert s["tasks"]["host_bound"] == 1
+    rows = {(r["figure"], r["roof"]): r["value"] for r in csv.DictReader(io.StringIO(summary_csv(s)))}
+    assert rows[("tasks_host_bound", "")] == "1"
+    assert "2 timed (1 host-bound: their time is the host's launches)" in summary_table(s)
 
 
 def test_writer_keeps_task_order_for_results_that_finish_out_of_order(tmp_path):

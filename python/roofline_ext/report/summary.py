@@ -50,7 +50,10 @@ def batch_summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 default=None) for r in timed]
     walls = [r.get("wall_s") for r in results]
     out = {
-        "tasks": {"total": len(results), "ok": len(ok), "failed": len(results) - len(ok), "timed": len(timed)},
+        "tasks": {"total": len(results), "ok": len(ok), "failed": len(results) - len(ok), "timed": len(timed),
+                  # References whose series was host-bound (measure/timing.py): their time is the
+                  # host's launches, which move with the host's speed between runs (docs/runner.md).
+                  "host_bound": sum(1 for r in timed if _host_bound(r))},
         "candidates": {"total": len(cands), "correct": len(correct),
                        "incorrect": sum(1 for c in cands if c.get("correct") is False
                                         and c.get("verdict") != "invalid"),
@@ -72,6 +75,12 @@ def batch_summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     if energy is not None:  # only a batch that measured energy has the key: others stay as they were
         out["energy"] = energy
     return out
+
+
+def _host_bound(result: Mapping[str, Any]) -> bool:
+    timing = TimingReply.of_result(result)
+    reference = timing.reference if timing is not None else None
+    return reference is not None and reference.host_bound is True
 
 
 # --- CSV and table ----------------------------------------------------------------------------------
@@ -107,7 +116,8 @@ def _pct(x: float | None) -> str:
 def summary_table(summary: Mapping[str, Any]) -> str:
     """The summary as lines of text (what ``analyze DIR`` prints at the end)."""
     t, c = summary["tasks"], summary["candidates"]
-    lines = [f"tasks       {t['total']}: {t['ok']} ok, {t['failed']} failed, {t['timed']} timed"]
+    lines = [f"tasks       {t['total']}: {t['ok']} ok, {t['failed']} failed, {t['timed']} timed"
+             + (f" ({t['host_bound']} host-bound: their time is the host's launches)" if t.get("host_bound") else "")]
     if c["total"]:
         lines.append(f"candidates  {c['total']}: {c['correct']} correct, {c['incorrect']} incorrect, "
                      f"{c.get('invalid', 0)} invalid, "
