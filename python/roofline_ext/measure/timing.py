@@ -246,10 +246,6 @@ class AdaptiveRun:
     warmup: int = 0  # the warm-up calls made before them
     backlog_share: float | None = None
 
-    @property
-    def host_bound(self) -> bool | None:
-        return None if self.backlog_share is None else self.backlog_share < HOST_BOUND_BACKLOG
-
 
 def backlog_share(issue_s: float, drain_s: float) -> float | None:
     """The share of the chunks' wall (the host queueing them, then waiting for the GPU) that the GPU
