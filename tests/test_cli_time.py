@@ -184,7 +184,7 @@ def test_new_dir_scores_every_sample_and_summarizes(tmp_path, capsys, monkeypatc
     assert [c["speedup"] for c in by["1_small"]["candidates"]] == pytest.approx([2.0, 4.0])
     assert by["1_small"]["t_new_ms"] is None  # several candidates: each has its own
     s = doc["summary"]
-    assert s["tasks"] == {"total": 2, "ok": 2, "failed": 0, "timed": 2}
+    assert s["tasks"] == {"total": 2, "ok": 2, "failed": 0, "timed": 2, "host_bound": 0}  # the fake says none
     assert s["candidates"] == {"total": 3, "correct": 3, "incorrect": 0, "invalid": 0, "failed": 0, "below_floor": 0}
     assert s["speedup_geomean"] == pytest.approx((2.0 * 4.0 * 2.0) ** (1 / 3))
     assert s["speedup_geomean_best_per_task"] == pytest.approx((4.0 * 2.0) ** 0.5)

@@ -49,11 +49,13 @@ def batch_summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     best = [max((c["speedup"] for c in r.get("candidates") or () if c.get("correct") and c.get("speedup")),
                 default=None) for r in timed]
     walls = [r.get("wall_s") for r in results]
+    tasks = {"total": len(results), "ok": len(ok), "failed": len(results) - len(ok), "timed": len(timed)}
+    if timed:
+        # A timed batch: the references whose series was host-bound (measure/timing.py), whose time
+        # is the host's launches and moves with the host's speed between runs (docs/runner.md).
+        tasks["host_bound"] = sum(1 for r in timed if _host_bound(r))
     out = {
-        "tasks": {"total": len(results), "ok": len(ok), "failed": len(results) - len(ok), "timed": len(timed),
-                  # References whose series was host-bound (measure/timing.py): their time is the
-                  # host's launches, which move with the host's speed between runs (docs/runner.md).
-                  "host_bound": sum(1 for r in timed if _host_bound(r))},
+        "tasks": tasks,
         "candidates": {"total": len(cands), "correct": len(correct),
                        "incorrect": sum(1 for c in cands if c.get("correct") is False
                                         and c.get("verdict") != "invalid"),

@@ -149,9 +149,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="adaptive trials go on until the 95%% confidence interval of the median is within "
                    f"±PCT%% (default {DEFAULT_PRECISION * 100:g}); with --trials N, the figure the report holds N to")
     t.add_argument("--max-time", type=float, metavar="S",
-                   help=f"adaptive trials stop after S seconds of trials per variant (default "
-                   f"{DEFAULT_MAX_TIME_S:g}, and {HOST_BOUND_MAX_TIME_S:g} for a host-bound one, whose time is the "
-                   "host's launches) and then say whether the precision was reached")
+                   help=f"adaptive trials stop after S seconds of trials per variant (default {DEFAULT_MAX_TIME_S:g}; "
+                   f"{HOST_BOUND_MAX_TIME_S:g} for a host-bound one) and say whether the precision was reached")
     t.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
     p.set_defaults(func=run)
 
