@@ -150,9 +150,9 @@ def card_bound_within(cmp: Mapping[str, Any], host_bound: Sequence[str], tol: fl
     stays over every task."""
     hb = set(host_bound)
     kept = {n: d for n, d in cmp["deltas"].items() if n not in hb}
-    within = sum(1 for d in kept.values() if abs(d) <= tol)
-    return {"host_bound": len(hb & set(cmp["deltas"])), "compared": len(kept), "within": within,
-            "fraction": _round(within / len(kept) if kept else None),
+    frac = within_fraction({"deltas": kept, "tasks": len(kept), "compared": len(kept)}, tol)
+    return {"host_bound": len(hb & set(cmp["deltas"])), "compared": len(kept), "within": frac["within"],
+            "fraction": frac["fraction"],
             "host_bound_tasks": sorted(hb & set(cmp["deltas"])),
             "host_bound_within": sum(1 for n, d in cmp["deltas"].items() if n in hb and abs(d) <= tol)}
 

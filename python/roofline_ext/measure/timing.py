@@ -347,12 +347,11 @@ def next_chunk(rule: TrialRule, n: int, elapsed_s: float, rel: float | None,
     if per_trial > 0:
         if elapsed_s < rule.min_time_s:  # what the minimum time still needs, in one chunk
             chunk = max(chunk, math.ceil((rule.min_time_s - elapsed_s) / per_trial))
-        cap = rule.cap_s(host_bound)
-        if elapsed_s < rule.cap_s(True):
-            # A chunk ends at the host-bound cap, whatever the series reads now: a series near the
-            # line (the host about as slow as the GPU, as x + 1 with its L2 flush) is decided there,
-            # not a doubled chunk later (session 18, H100: x + 1 read backlog 0.083 only at 0.557 s).
-            cap = min(cap, rule.cap_s(True))
+        # Before the host-bound cap (never longer than the other), a chunk ends there, whatever the
+        # series reads now: a series near the line (the host about as slow as the GPU, as x + 1 with
+        # its L2 flush) is decided there, not a doubled chunk later (session 18, H100: x + 1 read
+        # backlog 0.083 only at 0.557 s).
+        cap = rule.cap_s(True) if elapsed_s < rule.cap_s(True) else rule.cap_s(host_bound)
         chunk = min(chunk, max(1, math.floor((cap - elapsed_s) / per_trial)))  # the cap
     return max(1, min(chunk, rule.max_trials - n))
 
