@@ -185,6 +185,9 @@ def test_a_references_card_and_host_state_are_typed_and_checked():
     assert s.sm_clock_mhz == 1980.0 and s.host_pace_us == 212.5 and not s.extra
     assert s.to_dict() == ref and list(s.to_dict()) == list(ref)
     bare = TimingStats.from_dict({"median_ms": 1.0})  # a candidate's, or one from before 2026-12-06
-    assert bare.sm_clock_mhz is None and bare.host_pace_us is None
+    assert bare.sm_clock_mhz is None and bare.host_pace_us is None and bare.host_paces_us == ()
+    assert s.host_paces_us == (212.5,)  # no reading after the series: only the one before
+    both = TimingStats.from_dict({"median_ms": 1.0, "host": {"pace_us": 300, "pace_after_us": 180.5}})
+    assert both.host_paces_us == (300.0, 180.5)
     with pytest.raises(TimingReplyError, match=r"telemetry is 'fast', not an object"):
         TimingStats.from_dict({"median_ms": 1.0, "telemetry": "fast"})

@@ -134,6 +134,23 @@ def test_batch_summary_counts_host_bound_references():
     rows = {(r["figure"], r["roof"]): r["value"] for r in csv.DictReader(io.StringIO(summary_csv(s)))}
     assert rows[("tasks_host_bound", "")] == "1"
     assert "2 timed (1 host-bound: their time is the host's launches)" in summary_table(s)
+    assert "host_pace_us" not in s  # no pace was read: nothing to say
+
+
+def test_batch_summary_says_the_hosts_pace_and_when_it_moved():
+    # The pace read around each reference's series (measure/task_timing.host_pace), before and after.
+    def ref(host_bound, before, after):
+        return {"median_ms": 1.0, "host_bound": host_bound, "host": {"pace_us": before, "pace_after_us": after}}
+    host = dict(RESULTS[0], timing={"reference": ref(True, 320.0, 310.0)})
+    card = dict(RESULTS[1], timing={"reference": ref(False, 160.0, 170.0)})
+    s = batch_summary([host, card, RESULTS[2]])
+    assert s["host_pace_us"] == {"min": 160.0, "median": 240.0, "max": 320.0}
+    rows = {(r["figure"], r["roof"]): r["value"] for r in csv.DictReader(io.StringIO(summary_csv(s)))}
+    assert rows[("host_pace_us_max", "")] == "320.0"
+    assert "pace 160-320 us (a fixed Python loop, lower is faster): 2.0x apart, and host-bound" in summary_table(s)
+    steady = batch_summary([dict(host, timing={"reference": ref(True, 160.0, 170.0)}), card])
+    line = [x for x in summary_table(steady).splitlines() if x.startswith("host")]
+    assert line == ["host        pace 160-170 us (a fixed Python loop, lower is faster)"]
 
 
 def test_writer_keeps_task_order_for_results_that_finish_out_of_order(tmp_path):

@@ -264,6 +264,12 @@ class TimingStats(_Keyed):
         return (self.host or {}).get("pace_us")
 
     @property
+    def host_paces_us(self) -> tuple[float, ...]:
+        """The host's pace just before and just after the series, those that were read."""
+        host = self.host or {}
+        return tuple(float(v) for v in (host.get("pace_us"), host.get("pace_after_us")) if isinstance(v, (int, float)))
+
+    @property
     def has_interval(self) -> bool:
         """Whether the series says how well its median is known (the first layout did not)."""
         return self.has("ci_rel")

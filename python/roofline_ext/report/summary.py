@@ -54,7 +54,7 @@ def batch_summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         # A timed batch: the references whose series was host-bound (measure/timing.py), whose time
         # is the host's launches and moves with the host's speed between runs (docs/runner.md).
         tasks["host_bound"] = sum(1 for r in timed if _host_bound(r))
-    out = {
+    out: dict[str, Any] = {
         "tasks": tasks,
         "candidates": {"total": len(cands), "correct": len(correct),
                        "incorrect": sum(1 for c in cands if c.get("correct") is False
@@ -73,16 +73,37 @@ def batch_summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "wall_s": {"sum": sum(w for w in walls if w is not None) if any(w is not None for w in walls) else None,
                    "median_per_task": _median(walls)},
     }
+    paces = [p for r in timed for p in _host_paces(r)]
+    if paces:
+        # The host's speed over the batch (measure/task_timing.host_pace, read around every reference's
+        # series): a host-bound reference's time follows it, so two runs on a host whose pace moved
+        # between its two modes (about 2x apart on the cloud VMs measured, docs/runner.md) differ by
+        # that much on those tasks whatever the trial count.
+        out["host_pace_us"] = {"min": min(paces), "median": statistics.median(paces), "max": max(paces)}
     energy = energy_summary(results)
     if energy is not None:  # only a batch that measured energy has the key: others stay as they were
         out["energy"] = energy
     return out
 
 
-def _host_bound(result: Mapping[str, Any]) -> bool:
+def _reference(result: Mapping[str, Any]) -> TimingStats | None:
     timing = TimingReply.of_result(result)
-    reference = timing.reference if timing is not None else None
+    return timing.reference if timing is not None else None
+
+
+def _host_bound(result: Mapping[str, Any]) -> bool:
+    reference = _reference(result)
     return reference is not None and reference.host_bound is True
+
+
+def _host_paces(result: Mapping[str, Any]) -> tuple[float, ...]:
+    reference = _reference(result)
+    return reference.host_paces_us if reference is not None else ()
+
+
+# A batch whose host's pace spread this much (max/min) had a host that changed speed under it: said
+# beside the host-bound count, whose times follow the pace (docs/runner.md, session 18: 20 of 23).
+HOST_PACE_UNSTEADY = 1.25
 
 
 # --- CSV and table ----------------------------------------------------------------------------------
@@ -97,6 +118,7 @@ def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
     for name, figures in summary["roofs"].items():
         rows += [(key, name, value) for key, value in figures.items()]
     rows += [(f"wall_s_{k}", "", v) for k, v in summary["wall_s"].items()]
+    rows += [(f"host_pace_us_{k}", "", v) for k, v in (summary.get("host_pace_us") or {}).items()]
     if summary.get("energy"):
         rows += energy_summary_rows(summary["energy"])
     return rows
@@ -142,6 +164,12 @@ def summary_table(summary: Mapping[str, Any]) -> str:
     w = summary["wall_s"]
     if w["sum"] is not None:
         lines.append(f"wall        {w['sum']:.1f} s over all tasks, median {w['median_per_task']:.2f} s per task")
+    pace = summary.get("host_pace_us")
+    if pace:
+        spread = pace["max"] / pace["min"] if pace["min"] > 0 else None
+        lines.append(f"host        pace {pace['min']:.0f}-{pace['max']:.0f} us (a fixed Python loop, lower is faster)"
+                     + (f": {spread:.1f}x apart, and host-bound times move with it"
+                        if spread is not None and spread >= HOST_PACE_UNSTEADY and t.get("host_bound") else ""))
     if summary.get("energy"):
         lines += energy_summary_lines(summary["energy"])
     return "\n".join(lines)
