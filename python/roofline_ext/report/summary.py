@@ -3,7 +3,8 @@
 The summary: tasks ok/failed; candidates checked, correct, incorrect, failed and below a floor; the
 geometric-mean speed-up of the correct candidates (and of each task's best one); per roof the
 median fraction of the floor reached by the references and by the correct candidates, and the
-median speed-of-light score (docs/scoring.md). Wall times: the sum and median per task. With
+median speed-of-light score (docs/scoring.md). Wall times: the sum and median per task. A timed
+batch: the host-bound references, and the host's pace over the references' series. With
 ``--energy``, the batch's energy part too (``energy_summary.py``).
 """
 from __future__ import annotations
