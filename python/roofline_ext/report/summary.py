@@ -78,7 +78,7 @@ def batch_summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     if paces:
         # The host's speed over the batch (measure/task_timing.host_pace, read around every reference's
         # series): a host-bound reference's time follows it, so two runs on a host whose pace moved
-        # between its two modes (about 2x apart on the cloud VMs measured, docs/runner.md) differ by
+        # between its two modes (1.7-2x apart on the cloud VMs measured, docs/runner.md) differ by
         # that much on those tasks whatever the trial count.
         out["host_pace_us"] = {"min": min(paces), "median": statistics.median(paces), "max": max(paces)}
     energy = energy_summary(results)
